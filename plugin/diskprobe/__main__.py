@@ -1,0 +1,3 @@
+from diskprobe.cli import main
+
+raise SystemExit(main())

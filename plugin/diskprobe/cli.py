@@ -1,0 +1,125 @@
+"""Command line: `diskprobe` (execd loop), `--once`, `--sample-config`, overrides."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+import time
+from typing import Sequence
+
+from diskprobe import __version__
+from diskprobe.collectors.base import Collector
+from diskprobe.collectors.io import IoCollector
+from diskprobe.config import AgentConfig, ConfigError, load_config, with_overrides
+from diskprobe.durations import parse_duration
+from diskprobe.log import Logger
+from diskprobe.roots import HostRoots
+from diskprobe.runtime import STOP, OutputClosed, Runtime, watch_stdin
+from diskprobe.sample_config import render_sample_config
+from diskprobe.serializers import make_serializer
+
+ONCE_DEFAULT_INTERVAL = 1.0
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="diskprobe",
+        description="Disk I/O, filesystem and SMART probe for Telegraf execd / collectd exec.",
+    )
+    parser.add_argument("--config", metavar="FILE", help="TOML configuration file")
+    parser.add_argument("--once", action="store_true", help="two samples, one batch, exit")
+    parser.add_argument("--interval", metavar="DURATION", help='e.g. "10s" (overrides config)')
+    parser.add_argument("--trigger", choices=("interval", "stdin"), help="what starts a batch")
+    parser.add_argument("--format", choices=("influx",), help="output format")
+    parser.add_argument("--debug", action="store_true", default=None, help="log D! lines")
+    parser.add_argument("--sample-config", action="store_true", help="print a commented config")
+    parser.add_argument("--version", action="version", version=f"diskprobe {__version__}")
+    return parser
+
+
+def _load(args: argparse.Namespace) -> AgentConfig:
+    config = load_config(args.config) if args.config else AgentConfig()
+    interval = None
+    if args.interval is not None:
+        try:
+            interval = parse_duration(args.interval)
+        except ValueError as error:
+            raise ConfigError(f"--interval: {error}") from None
+        if interval <= 0:
+            raise ConfigError("--interval must be longer than zero")
+    elif args.once:
+        interval = ONCE_DEFAULT_INTERVAL
+    return with_overrides(
+        config, interval=interval, trigger=args.trigger, format=args.format, debug=args.debug
+    )
+
+
+def build_collectors(config: AgentConfig, roots: HostRoots, log: Logger) -> list[Collector]:
+    collectors: list[Collector] = []
+    if config.io.enabled:
+        collectors.append(IoCollector(config.io, roots, log))
+    return collectors
+
+
+def _install_signal_handlers(runtime: Runtime) -> None:
+    def _stop(_signum: int, _frame: object) -> None:
+        runtime.events.put(STOP)
+
+    signal.signal(signal.SIGTERM, _stop)
+    signal.signal(signal.SIGINT, _stop)
+
+
+def _silence_stdout() -> None:
+    # After EPIPE the interpreter's final flush of stdout would fail again: point it at /dev/null.
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except OSError:
+        pass
+
+
+def run(config: AgentConfig, once: bool, log: Logger) -> int:
+    roots = HostRoots.from_env(os.environ)
+    runtime = Runtime(
+        build_collectors(config, roots, log),
+        make_serializer(config.format),
+        sys.stdout.buffer,
+        log,
+        config.interval,
+    )
+    runtime.prime()
+    if once:
+        time.sleep(config.interval)
+        runtime.emit(runtime.gather())
+        return 0
+    _install_signal_handlers(runtime)
+    watch_stdin(sys.stdin, runtime.events)
+    log.info(f"diskprobe {__version__} started: trigger={config.trigger} interval={config.interval}s")
+    if config.trigger == "stdin":
+        runtime.run_stdin()
+    else:
+        runtime.run_interval()
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    log = Logger()
+    if args.sample_config:
+        sys.stdout.write(render_sample_config())
+        return 0
+    try:
+        config = _load(args)
+    except ConfigError as error:
+        log.error(f"config: {error}")
+        return 2
+    log.debug_enabled = config.debug
+    try:
+        return run(config, args.once, log)
+    except OutputClosed:
+        _silence_stdout()
+        return 0
+    except KeyboardInterrupt:
+        return 0

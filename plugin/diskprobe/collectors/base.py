@@ -1,0 +1,24 @@
+"""What the runtime needs from a collector."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from diskprobe.metric import Metric
+
+
+@dataclass
+class Collection:
+    """One collector's output for one batch; `items` counts devices/mounts seen."""
+
+    metrics: list[Metric] = field(default_factory=list)
+    items: int = 0
+    errors: int = 0
+
+
+class Collector(Protocol):
+    name: str
+    interval: float | None  # seconds; None: the agent-wide interval
+
+    def collect(self) -> Collection: ...

@@ -1,0 +1,130 @@
+"""diskprobe_io: /proc/diskstats deltas turned into iostat -x rates, one point per device."""
+
+from __future__ import annotations
+
+import fnmatch
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+from diskprobe.collectors.base import Collection
+from diskprobe.compute.counters import counter_deltas
+from diskprobe.compute.iostat import counter_fields, iostat_fields
+from diskprobe.config import IoConfig
+from diskprobe.log import Logger
+from diskprobe.metric import FieldValue, Metric
+from diskprobe.roots import HostRoots
+from diskprobe.sources.blockinfo import BlockInfo, read_block_info
+from diskprobe.sources.diskstats import IN_FLIGHT, DiskStat, read_diskstats
+
+MEASUREMENT = "diskprobe_io"
+GAUGES = frozenset({IN_FLIGHT})
+INFO_REFRESH_SEC = 600.0  # re-read model/serial now and then: udev may fill them in late
+
+
+@dataclass
+class _Previous:
+    major: int
+    minor: int
+    counters: tuple[int, ...]
+    monotonic: float
+
+
+@dataclass
+class _CachedInfo:
+    info: BlockInfo
+    tags: dict[str, str]
+    read_at: float
+
+
+class IoCollector:
+    """Keeps the previous sample per device; each collect() yields rates since then."""
+
+    name = "io"
+
+    def __init__(
+        self,
+        config: IoConfig,
+        roots: HostRoots,
+        log: Logger,
+        monotonic: Callable[[], float] = time.monotonic,
+        wall_ns: Callable[[], int] = time.time_ns,
+    ) -> None:
+        self.config = config
+        self.interval = config.interval
+        self._roots = roots
+        self._log = log
+        self._monotonic = monotonic
+        self._wall_ns = wall_ns
+        self._previous: dict[str, _Previous] = {}
+        self._selected: dict[str, bool] = {}
+        self._info: dict[tuple[str, int, int], _CachedInfo] = {}
+
+    def _name_selected(self, name: str) -> bool:
+        selected = self._selected.get(name)
+        if selected is None:
+            included = not self.config.devices or any(
+                fnmatch.fnmatchcase(name, pattern) for pattern in self.config.devices
+            )
+            excluded = any(fnmatch.fnmatchcase(name, pattern) for pattern in self.config.exclude)
+            selected = self._selected[name] = included and not excluded
+        return selected
+
+    def _device_info(self, stat: DiskStat, now: float) -> _CachedInfo:
+        key = (stat.name, stat.major, stat.minor)
+        cached = self._info.get(key)
+        if cached is None or now - cached.read_at > INFO_REFRESH_SEC:
+            info = read_block_info(self._roots, stat.name, stat.major, stat.minor)
+            cached = self._info[key] = _CachedInfo(info, self._tags(stat.name, info), now)
+        return cached
+
+    def _tags(self, name: str, info: BlockInfo) -> dict[str, str]:
+        tags = {"device": name}
+        wanted = self.config.device_tags
+        if "model" in wanted and info.model:
+            tags["model"] = info.model
+        if "serial" in wanted and info.serial:
+            tags["serial"] = info.serial
+        if info.dm_name:
+            tags["dm_name"] = info.dm_name
+        return tags
+
+    def collect(self) -> Collection:
+        stats = read_diskstats(self._roots, self._log)
+        now = self._monotonic()
+        time_ns = self._wall_ns()
+        metrics: list[Metric] = []
+        previous, current = self._previous, {}
+        for stat in stats:
+            if not self._name_selected(stat.name):
+                continue
+            cached = self._device_info(stat, now)
+            if cached.info.is_partition and not self.config.partitions:
+                continue
+            current[stat.name] = _Previous(stat.major, stat.minor, stat.counters, now)
+            fields = self._fields(stat, previous.get(stat.name), now)
+            if fields:
+                metrics.append(Metric(MEASUREMENT, dict(cached.tags), fields, time_ns))
+        self._previous = current
+        if len(self._info) > 2 * len(current) + 64:
+            # Devices come and go (loop, dm): forget the ones no longer present.
+            self._info = {k: v for k, v in self._info.items() if k[0] in current}
+            self._selected.clear()
+        return Collection(metrics=metrics, items=len(current))
+
+    def _fields(self, stat: DiskStat, before: _Previous | None, now: float) -> dict[str, FieldValue]:
+        fields: dict[str, FieldValue] = {}
+        if self.config.counters:
+            fields.update(counter_fields(stat.counters))
+            fields["in_flight"] = stat.counters[IN_FLIGHT]
+        if before is None or (before.major, before.minor) != (stat.major, stat.minor):
+            return fields
+        elapsed = now - before.monotonic
+        if elapsed <= 0 or len(before.counters) != len(stat.counters):
+            return fields
+        deltas = counter_deltas(before.counters, stat.counters, GAUGES)
+        if deltas is None:
+            self._log.debug(f"io: counters of {stat.name} went backwards (reset); skipping once")
+            return fields
+        fields.update(iostat_fields(deltas, stat.counters, elapsed))
+        return fields

@@ -1,0 +1,156 @@
+"""The configuration: typed sections whose fields are the spec (defaults, docs, checks).
+
+The dataclasses below are the single source for loading, validation and `--sample-config`.
+"""
+
+from __future__ import annotations
+
+import difflib
+import sys
+from dataclasses import MISSING, Field, dataclass, field, fields, replace
+from typing import Any, Optional
+
+from diskprobe.durations import parse_duration
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on Python < 3.11 only
+    import tomli as tomllib
+
+
+class ConfigError(Exception):
+    """A problem in the configuration: one line, names the file and the key."""
+
+
+def _opt(default: Any, doc: str, kind: str = "", choices: tuple[str, ...] = ()) -> Any:
+    # kind "duration": written as a string ("10s"), held as float seconds.
+    meta = {"doc": doc, "kind": kind, "choices": choices}
+    if isinstance(default, list):
+        return field(default_factory=lambda: list(default), metadata=meta)
+    return field(default=default, metadata=meta)
+
+
+@dataclass
+class IoConfig:
+    """Measurement diskprobe_io: iostat -x rates from /proc/diskstats."""
+
+    enabled: bool = _opt(True, "Collect per-device I/O rates (measurement diskprobe_io).")
+    interval: Optional[float] = _opt(
+        None, "Own collection interval; unset means the agent-wide interval.", "duration"
+    )
+    devices: list[str] = _opt([], "Devices to include, as globs on the kernel name; empty: all.")
+    exclude: list[str] = _opt(
+        ["loop*", "ram*", "zram*", "fd*", "sr*"], "Devices to leave out, as globs."
+    )
+    partitions: bool = _opt(True, "Report partitions as well as whole disks.")
+    device_tags: list[str] = _opt(
+        ["model", "serial"],
+        "Tags read from udev or /sys for each device; an empty list disables them.",
+        choices=("model", "serial"),
+    )
+    counters: bool = _opt(
+        False, "Also send the raw cumulative counters as integers (for non_negative_derivative)."
+    )
+
+
+@dataclass
+class AgentConfig:
+    """diskprobe settings; collector sections follow."""
+
+    interval: float = _opt(
+        10.0,
+        "Collection interval for every collector without its own; batches are aligned "
+        "to multiples of it on the wall clock, like Telegraf's round_interval.",
+        "duration",
+    )
+    trigger: str = _opt(
+        "interval",
+        'What starts a batch: "interval" (Telegraf execd signal = "none") or "stdin", '
+        'one batch per line on stdin (signal = "STDIN").',
+        choices=("interval", "stdin"),
+    )
+    format: str = _opt("influx", "Output format on stdout.", choices=("influx",))
+    debug: bool = _opt(False, "Log D! lines on stderr.")
+    io: IoConfig = field(default_factory=IoConfig, metadata={"doc": IoConfig.__doc__})
+
+
+SECTIONS: dict[str, type] = {"io": IoConfig}
+
+
+def _closest(key: str, valid: list[str]) -> str:
+    match = difflib.get_close_matches(key, valid, n=1, cutoff=0.0)
+    return f" (closest valid key: {match[0]!r})" if match else ""
+
+
+def _convert(where: str, name: str, value: Any, default: Any, meta: dict[str, Any]) -> Any:
+    kind, choices = meta.get("kind", ""), meta.get("choices", ())
+    if kind == "duration":
+        if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+            raise ConfigError(f"{where} '{name}' must be a duration string like \"10s\"")
+        try:
+            seconds = parse_duration(value) if isinstance(value, str) else float(value)
+        except ValueError as error:
+            raise ConfigError(f"{where} '{name}': {error}") from None
+        if seconds <= 0:
+            raise ConfigError(f"{where} '{name}' must be longer than zero")
+        return seconds
+    expected = type(default)
+    if isinstance(default, list):
+        if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+            raise ConfigError(f"{where} '{name}' must be a list of strings")
+        bad = [item for item in value if choices and item not in choices]
+    else:
+        if type(value) is not expected:
+            raise ConfigError(
+                f"{where} '{name}' must be of type {expected.__name__}, not {type(value).__name__}"
+            )
+        bad = [value] if choices and value not in choices else []
+    if bad:
+        raise ConfigError(f"{where} '{name}': {bad[0]!r} is not one of {', '.join(choices)}")
+    return value
+
+
+def _build(cls: type, table: dict[str, Any], where: str) -> Any:
+    spec = {f.name: f for f in fields(cls)}
+    values: dict[str, Any] = {}
+    for name, value in table.items():
+        if name not in spec:
+            raise ConfigError(f"{where} unknown key '{name}'{_closest(name, list(spec))}")
+        item = spec[name]
+        if name in SECTIONS and cls is AgentConfig:
+            if not isinstance(value, dict):
+                raise ConfigError(f"{where} '{name}' must be a table ([{name}])")
+            values[name] = _build(SECTIONS[name], value, f"{where.rstrip(':')} [{name}]:")
+            continue
+        values[name] = _convert(where, name, value, field_default(item), dict(item.metadata))
+    return cls(**values)
+
+
+def field_default(item: Field[Any]) -> Any:
+    if item.default_factory is not MISSING:
+        return item.default_factory()
+    return item.default
+
+
+def load_config_text(text: str, source: str) -> AgentConfig:
+    try:
+        table = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        raise ConfigError(f"{source}: not valid TOML: {error}") from None
+    config: AgentConfig = _build(AgentConfig, table, f"{source}:")
+    return config
+
+
+def load_config(path: str) -> AgentConfig:
+    try:
+        with open(path, encoding="utf-8") as handle:
+            text = handle.read()
+    except OSError as error:
+        raise ConfigError(f"{path}: cannot read config: {error.strerror or error}") from None
+    return load_config_text(text, path)
+
+
+def with_overrides(config: AgentConfig, **overrides: Any) -> AgentConfig:
+    """CLI flags win over the file; None means "not given"."""
+    given = {key: value for key, value in overrides.items() if value is not None}
+    return replace(config, **given)

@@ -1,0 +1,60 @@
+"""Telegraf-style logging on stderr: `E! `, `W! `, `I! `, `D! ` prefixes, and once-only warnings."""
+
+from __future__ import annotations
+
+import sys
+import threading
+from typing import TextIO
+
+
+class Logger:
+    """Writes one line per message to stderr; remembers keys of messages that must appear once."""
+
+    def __init__(self, stream: TextIO | None = None, debug: bool = False) -> None:
+        self._stream = stream if stream is not None else sys.stderr
+        self.debug_enabled = debug
+        self._lock = threading.Lock()
+        self._seen: set[str] = set()
+
+    def _write(self, prefix: str, message: str) -> None:
+        line = f"{prefix} {message}".replace("\n", " ") + "\n"
+        with self._lock:
+            try:
+                self._stream.write(line)
+                self._stream.flush()
+            except (OSError, ValueError):
+                pass  # stderr gone: nothing sensible left to do with a log line
+
+    def error(self, message: str) -> None:
+        self._write("E!", message)
+
+    def warn(self, message: str) -> None:
+        self._write("W!", message)
+
+    def info(self, message: str) -> None:
+        self._write("I!", message)
+
+    def debug(self, message: str) -> None:
+        if self.debug_enabled:
+            self._write("D!", message)
+
+    def first_time(self, key: str) -> bool:
+        """True the first time `key` is seen: the caller logs, later calls stay quiet."""
+        with self._lock:
+            if key in self._seen:
+                return False
+            self._seen.add(key)
+            return True
+
+    def forget(self, key: str) -> None:
+        """Allow a once-only message to be logged again (the condition cleared)."""
+        with self._lock:
+            self._seen.discard(key)
+
+    def warn_once(self, key: str, message: str) -> None:
+        if self.first_time(key):
+            self.warn(message)
+
+    def debug_once(self, key: str, message: str) -> None:
+        if self.debug_enabled and self.first_time(key):
+            self.debug(message)

@@ -1,0 +1,151 @@
+"""The loop: decides when to gather, runs the due collectors, serializes and writes batches."""
+
+from __future__ import annotations
+
+import math
+import queue
+import threading
+import time
+from dataclasses import dataclass
+from typing import BinaryIO, Callable, Sequence, TextIO
+
+from diskprobe import __version__
+from diskprobe.collectors.base import Collection, Collector
+from diskprobe.log import Logger
+from diskprobe.metric import Metric
+from diskprobe.serializers import Serializer
+
+AGENT_MEASUREMENT = "diskprobe_agent"
+GATHER, STOP = "gather", "stop"
+
+
+class OutputClosed(Exception):
+    """stdout is gone (EPIPE): Telegraf stopped reading; exit quietly."""
+
+
+@dataclass
+class _Scheduled:
+    collector: Collector
+    interval: float
+    next_due: float = 0.0
+
+
+def next_aligned(now: float, interval: float) -> float:
+    """The next wall-clock multiple of `interval` strictly after `now` (Telegraf round_interval)."""
+    return (math.floor(now / interval) + 1) * interval
+
+
+class Runtime:
+    """Owns the collectors, the serializer and the output; one batch per tick or stdin line."""
+
+    def __init__(
+        self,
+        collectors: Sequence[Collector],
+        serializer: Serializer,
+        output: BinaryIO,
+        log: Logger,
+        interval: float,
+        wall: Callable[[], float] = time.time,
+    ) -> None:
+        self._scheduled = [_Scheduled(c, c.interval or interval) for c in collectors]
+        self._serializer = serializer
+        self._output = output
+        self._log = log
+        # Tick at the shortest collector interval; longer ones run when due.
+        self.tick = min((item.interval for item in self._scheduled), default=interval)
+        self._wall = wall
+        self.events: queue.Queue[str] = queue.Queue()
+
+    def prime(self) -> None:
+        """Take the first sample of every collector, so the first batch already has rates."""
+        for item in self._scheduled:
+            self._run_collector(item.collector)
+
+    def _run_collector(self, collector: Collector) -> tuple[Collection, float]:
+        started = time.perf_counter()
+        try:
+            collection = collector.collect()
+        except Exception as error:  # one collector's failure must not stop the others
+            self._log.error(f"collector {collector.name}: {type(error).__name__}: {error}")
+            collection = Collection(errors=1)
+        return collection, (time.perf_counter() - started) * 1000.0
+
+    def gather(self, due_only: bool = False) -> list[Metric]:
+        """One batch: every (due) collector's metrics plus a diskprobe_agent point for each."""
+        now = self._wall()
+        metrics: list[Metric] = []
+        for item in self._scheduled:
+            if due_only and now + 0.001 < item.next_due:
+                continue
+            item.next_due = next_aligned(now, item.interval)
+            collection, duration_ms = self._run_collector(item.collector)
+            metrics += collection.metrics
+            metrics.append(
+                Metric(
+                    AGENT_MEASUREMENT,
+                    {"collector": item.collector.name, "version": __version__},
+                    {
+                        "duration_ms": duration_ms,
+                        "errors": collection.errors,
+                        "items": collection.items,
+                    },
+                    time.time_ns(),
+                )
+            )
+        return metrics
+
+    def emit(self, metrics: list[Metric]) -> None:
+        text = self._serializer.serialize(metrics)
+        if not text:
+            return
+        try:
+            self._output.write(text.encode("utf-8"))
+            self._output.flush()
+        except BrokenPipeError:
+            raise OutputClosed() from None
+
+    def run_interval(self) -> None:
+        """signal = "none": batches at wall-clock multiples of the interval until STOP."""
+        # The first tick comes at least half an interval after prime(), so its rates
+        # cover a real stretch of time rather than a few milliseconds.
+        lead = self.tick / 2
+        while True:
+            wait = next_aligned(self._wall() + lead, self.tick) - self._wall()
+            lead = 0.0
+            if self._stop_requested(max(wait, 0.0)):
+                return
+            self.emit(self.gather(due_only=True))
+
+    def _stop_requested(self, timeout: float) -> bool:
+        deadline = time.monotonic() + timeout
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return False
+            try:
+                event = self.events.get(timeout=remaining)
+            except queue.Empty:
+                return False
+            if event == STOP:
+                return True
+
+    def run_stdin(self) -> None:
+        """signal = "STDIN": one batch per line Telegraf writes, until STOP."""
+        while self.events.get() == GATHER:
+            self.emit(self.gather())
+
+
+def watch_stdin(stream: TextIO, events: queue.Queue[str]) -> threading.Thread:
+    """A daemon thread: GATHER for every line, STOP at EOF (Telegraf stops or reloads)."""
+
+    def _read() -> None:
+        try:
+            for _line in stream:
+                events.put(GATHER)
+        except (OSError, ValueError):
+            pass
+        events.put(STOP)
+
+    thread = threading.Thread(target=_read, name="stdin-watch", daemon=True)
+    thread.start()
+    return thread

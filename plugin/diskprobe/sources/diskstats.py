@@ -1,0 +1,90 @@
+"""/proc/diskstats: `read_diskstats(roots)` is `parse_diskstats(text)` on the host's file.
+
+Line formats by kernel (after `major minor name`):
+  11 stats, before 4.18:  "   8       0 sda 3462 1109 219406 1550 ..." (14 fields in all)
+  15 stats, 4.18+:        + discards, discards merged, sectors discarded, ms discarding (18)
+  17 stats, 5.5+:         + flushes, ms flushing (20)
+  more in future kernels: extras are ignored.
+  4 stats, 2.6 partitions: "   3    1 hda1 35486 38030 38030 38030" (7 fields): skipped.
+An incomplete trailing group (sysstat's 17-field sample "sds" has 3+14) counts as absent.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from diskprobe.log import Logger
+from diskprobe.roots import HostRoots
+
+# Indexes into DiskStat.counters (the kernel's order, see Documentation/admin-guide/iostats.rst).
+READS, READS_MERGED, READ_SECTORS, READ_MS = 0, 1, 2, 3
+WRITES, WRITES_MERGED, WRITE_SECTORS, WRITE_MS = 4, 5, 6, 7
+IN_FLIGHT, IO_MS, WEIGHTED_MS = 8, 9, 10
+DISCARDS, DISCARDS_MERGED, DISCARD_SECTORS, DISCARD_MS = 11, 12, 13, 14
+FLUSHES, FLUSH_MS = 15, 16
+
+BASE_STATS = 11
+WITH_DISCARDS = 15
+WITH_FLUSHES = 17
+
+
+class DiskStat(NamedTuple):
+    """One device's line: its numbers and the cumulative counters (11, 15 or 17 of them)."""
+
+    major: int
+    minor: int
+    name: str
+    counters: tuple[int, ...]
+
+    @property
+    def has_discards(self) -> bool:
+        return len(self.counters) >= WITH_DISCARDS
+
+    @property
+    def has_flushes(self) -> bool:
+        return len(self.counters) >= WITH_FLUSHES
+
+
+def _stat_count(available: int) -> int:
+    """How many leading stats to keep: only whole groups the kernel defines."""
+    if available >= WITH_FLUSHES:
+        return WITH_FLUSHES
+    if available >= WITH_DISCARDS:
+        return WITH_DISCARDS
+    return BASE_STATS
+
+
+def parse_diskstats_line(line: str) -> DiskStat | None:
+    """Parse one line; None for lines that are not a usable device line."""
+    parts = line.split()
+    available = len(parts) - 3
+    if available < BASE_STATS:
+        return None
+    try:
+        major, minor = int(parts[0]), int(parts[1])
+        counters = tuple(map(int, parts[3 : 3 + _stat_count(available)]))
+    except ValueError:
+        return None
+    if major < 0 or minor < 0 or min(counters) < 0:
+        return None
+    return DiskStat(major, minor, parts[2], counters)
+
+
+def parse_diskstats(text: str, log: Logger | None = None) -> list[DiskStat]:
+    """Parse the whole file; bad lines are skipped with one D! line each (once per line text)."""
+    stats: list[DiskStat] = []
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        stat = parse_diskstats_line(line)
+        if stat is None:
+            if log is not None:
+                log.debug_once(f"diskstats-skip:{line}", f"diskstats: skipping line {line.strip()!r}")
+            continue
+        stats.append(stat)
+    return stats
+
+
+def read_diskstats(roots: HostRoots, log: Logger | None = None) -> list[DiskStat]:
+    with open(roots.proc_path("diskstats"), encoding="utf-8", errors="replace") as handle:
+        return parse_diskstats(handle.read(), log)
