@@ -96,7 +96,9 @@ def run(config: AgentConfig, once: bool, log: Logger) -> int:
         return 0
     _install_signal_handlers(runtime)
     watch_stdin(sys.stdin, runtime.events)
-    log.info(f"diskprobe {__version__} started: trigger={config.trigger} interval={config.interval}s")
+    log.info(
+        f"diskprobe {__version__} started: trigger={config.trigger} interval={config.interval}s"
+    )
     if config.trigger == "stdin":
         runtime.run_stdin()
     else:

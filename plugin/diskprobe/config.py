@@ -120,7 +120,7 @@ def _build(cls: type, table: dict[str, Any], where: str) -> Any:
         if name in SECTIONS and cls is AgentConfig:
             if not isinstance(value, dict):
                 raise ConfigError(f"{where} '{name}' must be a table ([{name}])")
-            values[name] = _build(SECTIONS[name], value, f"{where.rstrip(':')} [{name}]:")
+            values[name] = _build(SECTIONS[name], value, f"{where} [{name}]:")
             continue
         values[name] = _convert(where, name, value, field_default(item), dict(item.metadata))
     return cls(**values)

@@ -19,7 +19,7 @@ def parse_duration(text: str) -> float:
         total += float(match.group(1)) * _UNITS[match.group(2)]
         position = match.end()
     if not spec or position != len(spec):
-        raise ValueError(f"bad duration {text!r} (use e.g. \"500ms\", \"10s\", \"30m\", \"1h\")")
+        raise ValueError(f'bad duration {text!r} (use e.g. "500ms", "10s", "30m", "1h")')
     return total
 
 

@@ -49,7 +49,7 @@ def _render_keys(cls: type, indent: str) -> list[str]:
 
 
 def render_sample_config() -> str:
-    lines = HEADER.splitlines() + [""]
+    lines = [*HEADER.splitlines(), ""]
     lines += _render_keys(AgentConfig, "")
     for section, cls in SECTIONS.items():
         lines += [f"## {cls.__doc__}", f"[{section}]"]

@@ -112,7 +112,9 @@ class IoCollector:
             self._selected.clear()
         return Collection(metrics=metrics, items=len(current))
 
-    def _fields(self, stat: DiskStat, before: _Previous | None, now: float) -> dict[str, FieldValue]:
+    def _fields(
+        self, stat: DiskStat, before: _Previous | None, now: float
+    ) -> dict[str, FieldValue]:
         fields: dict[str, FieldValue] = {}
         if self.config.counters:
             fields.update(counter_fields(stat.counters))

@@ -11,9 +11,7 @@ from typing import Iterable
 from diskprobe.metric import FieldValue, Metric
 
 _MEASUREMENT = str.maketrans({",": "\\,", " ": "\\ ", "\n": "\\n", "\r": "\\r", "\t": "\\t"})
-_KEY = str.maketrans(
-    {",": "\\,", "=": "\\=", " ": "\\ ", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
-)
+_KEY = str.maketrans({",": "\\,", "=": "\\=", " ": "\\ ", "\n": "\\n", "\r": "\\r", "\t": "\\t"})
 
 
 def escape_measurement(name: str) -> str:
@@ -50,11 +48,10 @@ class InfluxSerializer:
     @staticmethod
     def line(metric: Metric) -> str:
         head = escape_measurement(metric.measurement)
-        for key, value in sorted(metric.tags.items()):
-            if value:
-                tag_value = escape_key(value)
-                if tag_value:
-                    head += f",{escape_key(key)}={tag_value}"
+        for key, tag in sorted(metric.tags.items()):
+            tag_value = escape_key(tag) if tag else ""
+            if tag_value:
+                head += f",{escape_key(key)}={tag_value}"
         parts = []
         for key, value in metric.fields.items():
             text = format_field_value(value)

@@ -79,7 +79,9 @@ def parse_diskstats(text: str, log: Logger | None = None) -> list[DiskStat]:
         stat = parse_diskstats_line(line)
         if stat is None:
             if log is not None:
-                log.debug_once(f"diskstats-skip:{line}", f"diskstats: skipping line {line.strip()!r}")
+                log.debug_once(
+                    f"diskstats-skip:{line}", f"diskstats: skipping line {line.strip()!r}"
+                )
             continue
         stats.append(stat)
     return stats
