@@ -11,6 +11,7 @@ from typing import Sequence
 
 from diskprobe import __version__
 from diskprobe.collectors.base import Collector
+from diskprobe.collectors.filesystems import FilesystemsCollector
 from diskprobe.collectors.io import IoCollector
 from diskprobe.config import AgentConfig, ConfigError, load_config, with_overrides
 from diskprobe.durations import parse_duration
@@ -19,6 +20,7 @@ from diskprobe.roots import HostRoots
 from diskprobe.runtime import STOP, OutputClosed, Runtime, watch_stdin
 from diskprobe.sample_config import render_sample_config
 from diskprobe.serializers import make_serializer
+from diskprobe.state import StateStore
 
 ONCE_DEFAULT_INTERVAL = 1.0
 
@@ -56,10 +58,14 @@ def _load(args: argparse.Namespace) -> AgentConfig:
     )
 
 
-def build_collectors(config: AgentConfig, roots: HostRoots, log: Logger) -> list[Collector]:
+def build_collectors(
+    config: AgentConfig, roots: HostRoots, log: Logger, state: StateStore
+) -> list[Collector]:
     collectors: list[Collector] = []
     if config.io.enabled:
         collectors.append(IoCollector(config.io, roots, log))
+    if config.filesystems.enabled:
+        collectors.append(FilesystemsCollector(config.filesystems, roots, log, state))
     return collectors
 
 
@@ -82,28 +88,34 @@ def _silence_stdout() -> None:
 
 def run(config: AgentConfig, once: bool, log: Logger) -> int:
     roots = HostRoots.from_env(os.environ)
+    state = StateStore(config.state_file, log, config.state_save_interval)
     runtime = Runtime(
-        build_collectors(config, roots, log),
+        build_collectors(config, roots, log, state),
         make_serializer(config.format),
         sys.stdout.buffer,
         log,
         config.interval,
+        state,
     )
-    runtime.prime()
-    if once:
-        time.sleep(config.interval)
-        runtime.emit(runtime.gather())
+    try:
+        runtime.prime()
+        if once:
+            time.sleep(config.interval)
+            runtime.emit(runtime.gather())
+            return 0
+        _install_signal_handlers(runtime)
+        watch_stdin(sys.stdin, runtime.events)
+        log.info(
+            f"diskprobe {__version__} started: trigger={config.trigger} "
+            f"interval={config.interval:g}s"
+        )
+        if config.trigger == "stdin":
+            runtime.run_stdin()
+        else:
+            runtime.run_interval()
         return 0
-    _install_signal_handlers(runtime)
-    watch_stdin(sys.stdin, runtime.events)
-    log.info(
-        f"diskprobe {__version__} started: trigger={config.trigger} interval={config.interval}s"
-    )
-    if config.trigger == "stdin":
-        runtime.run_stdin()
-    else:
-        runtime.run_interval()
-    return 0
+    finally:
+        runtime.close()
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -22,9 +22,11 @@ class ConfigError(Exception):
     """A problem in the configuration: one line, names the file and the key."""
 
 
-def _opt(default: Any, doc: str, kind: str = "", choices: tuple[str, ...] = ()) -> Any:
+def _opt(
+    default: Any, doc: str, kind: str = "", choices: tuple[str, ...] = (), minimum: int = 0
+) -> Any:
     # kind "duration": written as a string ("10s"), held as float seconds.
-    meta = {"doc": doc, "kind": kind, "choices": choices}
+    meta = {"doc": doc, "kind": kind, "choices": choices, "minimum": minimum}
     if isinstance(default, list):
         return field(default_factory=lambda: list(default), metadata=meta)
     return field(default=default, metadata=meta)
@@ -53,6 +55,47 @@ class IoConfig:
     )
 
 
+PSEUDO_FILESYSTEMS = [
+    "proc", "sysfs", "cgroup", "cgroup2", "devpts", "mqueue", "debugfs", "tracefs",
+    "securityfs", "pstore", "bpf", "configfs", "fusectl", "autofs", "binfmt_misc",
+    "hugetlbfs", "rpc_pipefs", "nsfs", "squashfs", "overlay", "tmpfs", "devtmpfs", "iso9660",
+]  # fmt: skip
+
+
+@dataclass
+class FilesystemsConfig:
+    """Measurement diskprobe_fs: df-exact usage per mount, fill rate and time to full."""
+
+    enabled: bool = _opt(True, "Collect per-mount usage (measurement diskprobe_fs).")
+    interval: Optional[float] = _opt(
+        None, "Own collection interval; unset means the agent-wide interval.", "duration"
+    )
+    mount_points: list[str] = _opt(
+        [], "Mount points to report, exact paths or globs; empty: every mount not ignored."
+    )
+    ignore_fs: list[str] = _opt(
+        PSEUDO_FILESYSTEMS, "Filesystem types to leave out (pseudo and virtual ones by default)."
+    )
+    ignore_mount_points: list[str] = _opt([], "Mount points to leave out, as globs.")
+    report_bind_mounts: bool = _opt(
+        False,
+        "Report every bind mount; by default a filesystem tree mounted several times is "
+        "reported once, under its shortest mount point.",
+    )
+    stat_timeout: float = _opt(
+        5.0,
+        "How long one statfs may take before the mount is reported with responsive=false "
+        "(hung NFS or FUSE); it is not probed again until that call returns.",
+        "duration",
+    )
+    forecast_window: float = _opt(
+        6 * 3600.0, "How much history the fill-rate forecast looks at.", "duration"
+    )
+    forecast_min_samples: int = _opt(
+        6, "Samples needed in the window before a forecast is made.", minimum=2
+    )
+
+
 @dataclass
 class AgentConfig:
     """diskprobe settings; collector sections follow."""
@@ -71,10 +114,22 @@ class AgentConfig:
     )
     format: str = _opt("influx", "Output format on stdout.", choices=("influx",))
     debug: bool = _opt(False, "Log D! lines on stderr.")
+    state_file: str = _opt(
+        "/var/lib/diskprobe/state.json",
+        "Where forecast windows (and drive baselines) survive restarts. If its directory is "
+        "not writable, $XDG_STATE_HOME/diskprobe/state.json (or ~/.local/state/...) is used, "
+        "else state is kept in memory only.",
+    )
+    state_save_interval: float = _opt(
+        60.0, "Write the state file at most this often (and at exit).", "duration"
+    )
     io: IoConfig = field(default_factory=IoConfig, metadata={"doc": IoConfig.__doc__})
+    filesystems: FilesystemsConfig = field(
+        default_factory=FilesystemsConfig, metadata={"doc": FilesystemsConfig.__doc__}
+    )
 
 
-SECTIONS: dict[str, type] = {"io": IoConfig}
+SECTIONS: dict[str, type] = {"io": IoConfig, "filesystems": FilesystemsConfig}
 
 
 def _closest(key: str, valid: list[str]) -> str:
@@ -105,6 +160,8 @@ def _convert(where: str, name: str, value: Any, default: Any, meta: dict[str, An
                 f"{where} '{name}' must be of type {expected.__name__}, not {type(value).__name__}"
             )
         bad = [value] if choices and value not in choices else []
+        if isinstance(value, int) and value < meta.get("minimum", 0):
+            raise ConfigError(f"{where} '{name}' must be at least {meta['minimum']}")
     if bad:
         raise ConfigError(f"{where} '{name}': {bad[0]!r} is not one of {', '.join(choices)}")
     return value

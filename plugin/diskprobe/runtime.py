@@ -14,6 +14,7 @@ from diskprobe.collectors.base import Collection, Collector
 from diskprobe.log import Logger
 from diskprobe.metric import Metric
 from diskprobe.serializers import Serializer
+from diskprobe.state import StateStore
 
 AGENT_MEASUREMENT = "diskprobe_agent"
 GATHER, STOP = "gather", "stop"
@@ -45,6 +46,7 @@ class Runtime:
         output: BinaryIO,
         log: Logger,
         interval: float,
+        state: StateStore | None = None,
         wall: Callable[[], float] = time.time,
     ) -> None:
         self._scheduled = [_Scheduled(c, c.interval or interval) for c in collectors]
@@ -54,6 +56,7 @@ class Runtime:
         # Tick at the shortest collector interval; longer ones run when due.
         self.tick = min((item.interval for item in self._scheduled), default=interval)
         self._wall = wall
+        self._state = state
         self.events: queue.Queue[str] = queue.Queue()
 
     def prime(self) -> None:
@@ -96,13 +99,19 @@ class Runtime:
 
     def emit(self, metrics: list[Metric]) -> None:
         text = self._serializer.serialize(metrics)
-        if not text:
-            return
-        try:
-            self._output.write(text.encode("utf-8"))
-            self._output.flush()
-        except BrokenPipeError:
-            raise OutputClosed() from None
+        if text:
+            try:
+                self._output.write(text.encode("utf-8"))
+                self._output.flush()
+            except BrokenPipeError:
+                raise OutputClosed() from None
+        if self._state is not None:
+            self._state.save()
+
+    def close(self) -> None:
+        """At exit: persist the state whatever its save interval."""
+        if self._state is not None:
+            self._state.save(force=True)
 
     def run_interval(self) -> None:
         """signal = "none": batches at wall-clock multiples of the interval until STOP."""

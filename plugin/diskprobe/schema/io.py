@@ -1,42 +1,9 @@
-"""The metric schema as data: every measurement, tag and field, with type, unit and meaning.
-
-Tests hold emitted metrics, the README's Metrics section and the sample config to it.
-"""
+"""diskprobe_io: the iostat -x view of every block device."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-FIELD_TYPES = {"float": float, "int": int, "bool": bool, "str": str}
-
-
-@dataclass(frozen=True)
-class FieldSpec:
-    name: str
-    type: str  # float | int | bool | str
-    unit: str
-    description: str
-
-
-@dataclass(frozen=True)
-class TagSpec:
-    name: str
-    description: str
-
-
-@dataclass(frozen=True)
-class MeasurementSpec:
-    name: str
-    description: str
-    tags: tuple[TagSpec, ...]
-    fields: tuple[FieldSpec, ...]
-
-    def field(self, name: str) -> FieldSpec | None:
-        return next((spec for spec in self.fields if spec.name == name), None)
-
-
-def _f(name: str, type_: str, unit: str, description: str) -> FieldSpec:
-    return FieldSpec(name, type_, unit, description)
+from diskprobe.schema.types import FieldSpec, MeasurementSpec, TagSpec
+from diskprobe.schema.types import field_spec as _f
 
 
 def _rate_fields(kind: str, what: str) -> tuple[FieldSpec, ...]:
@@ -225,38 +192,3 @@ IO = MeasurementSpec(
         ),
     ),
 )
-
-AGENT = MeasurementSpec(
-    name="diskprobe_agent",
-    description="diskprobe's own health: one point per collector per batch.",
-    tags=(
-        TagSpec("collector", "The collector this point describes (io, …)."),
-        TagSpec("version", "diskprobe's version."),
-    ),
-    fields=(
-        _f("duration_ms", "float", "ms", "Wall time the collector took in this batch."),
-        _f("errors", "int", "count", "Errors the collector met in this batch."),
-        _f("items", "int", "count", "Devices, mounts or drives the collector saw in this batch."),
-    ),
-)
-
-MEASUREMENTS: tuple[MeasurementSpec, ...] = (IO, AGENT)
-
-
-def measurement(name: str) -> MeasurementSpec:
-    for spec in MEASUREMENTS:
-        if spec.name == name:
-            return spec
-    raise KeyError(name)
-
-
-def render_markdown() -> str:
-    """The README's Metrics section body, generated from the schema."""
-    lines: list[str] = []
-    for spec in MEASUREMENTS:
-        lines += [f"### `{spec.name}`", "", spec.description, "", "Tags:", ""]
-        lines += [f"- `{tag.name}`: {tag.description}" for tag in spec.tags]
-        lines += ["", "| field | type | unit | description |", "| --- | --- | --- | --- |"]
-        lines += [f"| `{f.name}` | {f.type} | {f.unit} | {f.description} |" for f in spec.fields]
-        lines.append("")
-    return "\n".join(lines)

@@ -1,0 +1,153 @@
+"""diskprobe_fs: df-exact usage per mount, hang-proof statfs, fill rate and time to full."""
+
+from __future__ import annotations
+
+import errno
+import os
+import time
+from typing import Any, Callable
+
+from diskprobe.collectors.base import Collection
+from diskprobe.compute.forecast import ForecastWindow
+from diskprobe.compute.mount_selection import MountTarget, select_mounts
+from diskprobe.compute.usage import usage_fields
+from diskprobe.config import FilesystemsConfig
+from diskprobe.log import Logger
+from diskprobe.metric import FieldValue, Metric
+from diskprobe.roots import HostRoots
+from diskprobe.sources.mountinfo import read_mountinfo
+from diskprobe.sources.statfs import StatfsProber
+from diskprobe.state import StateStore
+
+MEASUREMENT = "diskprobe_fs"
+STATE_SECTION = "fs_forecast"
+
+
+class FilesystemsCollector:
+    name = "filesystems"
+
+    def __init__(
+        self,
+        config: FilesystemsConfig,
+        roots: HostRoots,
+        log: Logger,
+        state: StateStore,
+        prober: StatfsProber | None = None,
+        wall: Callable[[], float] = time.time,
+    ) -> None:
+        self.config = config
+        self.interval = config.interval
+        self._roots = roots
+        self._log = log
+        self._windows: dict[str, Any] = state.section(STATE_SECTION)
+        _drop_malformed(self._windows)
+        self._prober = prober or StatfsProber(config.stat_timeout)
+        self._wall = wall
+        self._stuck: set[str] = set()
+
+    def _targets(self) -> list[MountTarget]:
+        config = self.config
+        return select_mounts(
+            read_mountinfo(self._roots),
+            ignore_fs=config.ignore_fs,
+            mount_points=config.mount_points,
+            ignore_mount_points=config.ignore_mount_points,
+            report_bind_mounts=config.report_bind_mounts,
+            prefix=self._roots.mount_prefix,
+        )
+
+    def collect(self) -> Collection:
+        targets = self._targets()
+        results = self._prober.probe([target.stat_path for target in targets])
+        now, time_ns = self._wall(), time.time_ns()
+        collection = Collection(items=len(targets))
+        for target in targets:
+            result = results[target.stat_path]
+            tags = {
+                "path": target.path,
+                "device": target.device,
+                "fstype": target.fstype,
+                "mode": target.mode,
+            }
+            if isinstance(result, OSError):
+                collection.errors += 1
+                reason = os.strerror(result.errno or errno.EIO)
+                self._log.warn_once(
+                    f"fs-error:{target.path}:{result.errno}",
+                    f"filesystems: statfs {target.stat_path}: {reason}",
+                )
+                continue
+            fields = self._fields(target, result, now)
+            collection.metrics.append(Metric(MEASUREMENT, tags, fields, time_ns))
+        self._forget_old_windows(now)
+        return collection
+
+    def _fields(
+        self, target: MountTarget, result: os.statvfs_result | None, now: float
+    ) -> dict[str, FieldValue]:
+        if result is None:
+            if target.path not in self._stuck:
+                self._stuck.add(target.path)
+                self._log.warn(
+                    f"filesystems: statfs {target.stat_path} did not answer within "
+                    f"{self.config.stat_timeout:g}s; reporting responsive=false until it does"
+                )
+            return {"responsive": False}
+        if target.path in self._stuck:
+            self._stuck.discard(target.path)
+            self._log.info(f"filesystems: statfs {target.stat_path} answers again")
+        fields = usage_fields(result)
+        fields["responsive"] = True
+        fields.update(self._forecast(target.path, now, fields))
+        return fields
+
+    def _window(self, path: str, series: str) -> ForecastWindow:
+        entry = self._windows.setdefault(path, {})
+        points = entry.get(series)
+        if not isinstance(points, list):
+            points = entry[series] = []
+        return ForecastWindow(self.config.forecast_window, points)
+
+    def _forecast(
+        self, path: str, now: float, usage: dict[str, FieldValue]
+    ) -> dict[str, FieldValue]:
+        fields: dict[str, FieldValue] = {}
+        min_samples = self.config.forecast_min_samples
+        space = self._window(path, "avail")
+        space.add(now, float(usage["avail_bytes"]))
+        space_forecast = space.forecast(min_samples)
+        if space_forecast is not None:
+            fields["fill_rate_bytes_per_sec"] = space_forecast.fill_rate
+            if space_forecast.time_to_full is not None:
+                fields["time_to_full_sec"] = space_forecast.time_to_full
+        if usage["inodes_total"]:
+            inodes = self._window(path, "inodes")
+            inodes.add(now, float(usage["inodes_free"]))
+            inode_forecast = inodes.forecast(min_samples)
+            if inode_forecast is not None and inode_forecast.time_to_full is not None:
+                fields["inodes_time_to_full_sec"] = inode_forecast.time_to_full
+        return fields
+
+    def _forget_old_windows(self, now: float) -> None:
+        # Mounts gone for longer than a window leave no trace in the state file.
+        horizon = now - self.config.forecast_window
+        for path in list(self._windows):
+            entry = self._windows[path]
+            points = entry.get("avail") if isinstance(entry, dict) else None
+            if not isinstance(points, list) or not points or points[-1][0] < horizon:
+                del self._windows[path]
+
+
+def _valid_points(points: Any) -> bool:
+    return isinstance(points, list) and all(
+        isinstance(p, list) and len(p) == 2 and all(isinstance(x, (int, float)) for x in p)
+        for p in points
+    )
+
+
+def _drop_malformed(windows: dict[str, Any]) -> None:
+    """State written by another version or damaged by hand: keep only well-formed windows."""
+    for path in list(windows):
+        entry = windows[path]
+        if not isinstance(entry, dict) or not all(_valid_points(v) for v in entry.values()):
+            del windows[path]

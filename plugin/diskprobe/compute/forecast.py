@@ -1,0 +1,98 @@
+"""How fast a volume fills and when it will be full, robust to checkpoint-rotation sawtooths.
+
+Method ("upper-envelope least squares"), per series of (time, available) samples in the window:
+1. keep the samples from the emptiest moment of the window onward (the last maximum of
+   `available`), so a big clean-up restarts the trend instead of hiding it;
+2. replace each sample by the running minimum of `available` so far: the highest usage seen,
+   an envelope that ignores the teeth (write 10 GB, delete 8 GB) and rises by the net growth;
+3. least-squares slope of that envelope over time: the fill rate; R^2 of the same fit says
+   whether the trend is steady enough to trust.
+Cost: O(n) per series per cycle (n <= the stored window, see MAX_POINTS).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+TEN_YEARS_SEC = 10 * 365.25 * 86400
+MIN_R_SQUARED = 0.6
+
+
+@dataclass(frozen=True)
+class Forecast:
+    fill_rate: float  # units per second; > 0 while filling, 0.0 when flat
+    time_to_full: float | None  # seconds until `available` reaches 0; None if untrustworthy
+
+
+def _least_squares(times: Sequence[float], values: Sequence[float]) -> tuple[float, float] | None:
+    """(slope, R^2) of the least-squares line, None when time does not vary."""
+    count = len(times)
+    mean_t = sum(times) / count
+    mean_v = sum(values) / count
+    s_tt = s_tv = s_vv = 0.0
+    for t, v in zip(times, values):
+        dt, dv = t - mean_t, v - mean_v
+        s_tt += dt * dt
+        s_tv += dt * dv
+        s_vv += dv * dv
+    if s_tt <= 0:
+        return None
+    slope = s_tv / s_tt
+    r_squared = (s_tv * s_tv) / (s_tt * s_vv) if s_vv > 0 else 1.0
+    return slope, r_squared
+
+
+def forecast(samples: Sequence[tuple[float, float]], min_samples: int) -> Forecast | None:
+    """Forecast from (time_sec, available) samples in time order; None without enough data."""
+    if len(samples) < min_samples:
+        return None
+    peak = max(range(len(samples)), key=lambda i: (samples[i][1], i))
+    recent = samples[peak:]
+    if len(recent) < min_samples:
+        return None  # emptiest moment is too recent: not filling, or just cleaned up
+    times, envelope = [], []
+    lowest = recent[0][1]
+    for t, available in recent:
+        lowest = min(lowest, available)
+        times.append(t)
+        envelope.append(lowest)
+    fit = _least_squares(times, envelope)
+    if fit is None:
+        return None
+    slope, r_squared = fit
+    fill_rate = max(0.0, -slope)
+    available_now = recent[-1][1]
+    time_to_full = None
+    if fill_rate > 0 and r_squared >= MIN_R_SQUARED:
+        seconds = max(0.0, available_now) / fill_rate
+        if seconds <= TEN_YEARS_SEC:
+            time_to_full = seconds
+    return Forecast(fill_rate=fill_rate, time_to_full=time_to_full)
+
+
+class ForecastWindow:
+    """A sliding window of samples for one series, thinned to at most MAX_POINTS points."""
+
+    MAX_POINTS = 360
+
+    def __init__(self, window_sec: float, points: list[list[float]] | None = None) -> None:
+        self.window_sec = window_sec
+        self.resolution = window_sec / self.MAX_POINTS
+        self.points: list[list[float]] = points if points is not None else []
+
+    def add(self, t: float, value: float) -> None:
+        points = self.points
+        if points and t < points[-1][0]:
+            points.clear()  # the clock went backwards: start over rather than fit nonsense
+        # Within one resolution step the newest sample replaces the previous one.
+        if len(points) >= 2 and t - points[-2][0] < self.resolution:
+            points[-1] = [t, value]
+        else:
+            points.append([t, value])
+        cutoff = t - self.window_sec
+        while points and points[0][0] < cutoff:
+            points.pop(0)
+
+    def forecast(self, min_samples: int) -> Forecast | None:
+        return forecast([(p[0], p[1]) for p in self.points], min_samples)

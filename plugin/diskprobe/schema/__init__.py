@@ -1,0 +1,34 @@
+"""The metric schema as data: every measurement, tag and field, with type, unit and meaning.
+
+Tests hold emitted metrics, the README's Metrics section and the dashboards to it.
+"""
+
+from __future__ import annotations
+
+from diskprobe.schema.agent import AGENT
+from diskprobe.schema.fs import FS
+from diskprobe.schema.io import IO
+from diskprobe.schema.types import FIELD_TYPES, FieldSpec, MeasurementSpec, TagSpec
+
+__all__ = ["FIELD_TYPES", "MEASUREMENTS", "FieldSpec", "MeasurementSpec", "TagSpec", "measurement"]
+
+MEASUREMENTS: tuple[MeasurementSpec, ...] = (IO, FS, AGENT)
+
+
+def measurement(name: str) -> MeasurementSpec:
+    for spec in MEASUREMENTS:
+        if spec.name == name:
+            return spec
+    raise KeyError(name)
+
+
+def render_markdown() -> str:
+    """The README's Metrics section body, generated from the schema."""
+    lines: list[str] = []
+    for spec in MEASUREMENTS:
+        lines += [f"### `{spec.name}`", "", spec.description, "", "Tags:", ""]
+        lines += [f"- `{tag.name}`: {tag.description}" for tag in spec.tags]
+        lines += ["", "| field | type | unit | description |", "| --- | --- | --- | --- |"]
+        lines += [f"| `{f.name}` | {f.type} | {f.unit} | {f.description} |" for f in spec.fields]
+        lines.append("")
+    return "\n".join(lines)

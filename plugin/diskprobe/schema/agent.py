@@ -1,0 +1,20 @@
+"""diskprobe_agent: the probe's own health."""
+
+from __future__ import annotations
+
+from diskprobe.schema.types import MeasurementSpec, TagSpec
+from diskprobe.schema.types import field_spec as _f
+
+AGENT = MeasurementSpec(
+    name="diskprobe_agent",
+    description="diskprobe's own health: one point per collector per batch.",
+    tags=(
+        TagSpec("collector", "The collector this point describes (io, …)."),
+        TagSpec("version", "diskprobe's version."),
+    ),
+    fields=(
+        _f("duration_ms", "float", "ms", "Wall time the collector took in this batch."),
+        _f("errors", "int", "count", "Errors the collector met in this batch."),
+        _f("items", "int", "count", "Devices, mounts or drives the collector saw in this batch."),
+    ),
+)

@@ -1,0 +1,33 @@
+"""Rewrite the README's generated blocks (metrics, sample config) from the code.
+
+Run after changing the schema or the config spec: `.venv/bin/python tests/update_readme.py`,
+then review the diff. tests/test_docs.py fails until the README matches.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from diskprobe.sample_config import render_sample_config
+from diskprobe.schema import render_markdown
+
+README = Path(__file__).resolve().parent.parent / "README.md"
+
+
+def replace_block(text: str, name: str, body: str) -> str:
+    pattern = re.compile(f"(<!-- {name}:start -->\n)(.*?)(<!-- {name}:end -->)", re.S)
+    if not pattern.search(text):
+        raise SystemExit(f"README has no {name} block")
+    return pattern.sub(lambda m: m.group(1) + body + m.group(3), text)
+
+
+def main() -> None:
+    text = README.read_text()
+    text = replace_block(text, "metrics", render_markdown().rstrip() + "\n")
+    text = replace_block(text, "sample-config", "```toml\n" + render_sample_config() + "```\n")
+    README.write_text(text)
+
+
+if __name__ == "__main__":
+    main()
