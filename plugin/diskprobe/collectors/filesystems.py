@@ -90,7 +90,7 @@ class FilesystemsCollector:
                 self._stuck.add(target.path)
                 self._log.warn(
                     f"filesystems: statfs {target.stat_path} did not answer within "
-                    f"{self.config.stat_timeout:g}s; reporting responsive=false until it does"
+                    f"{self._prober.timeout:g}s; reporting responsive=false until it does"
                 )
             return {"responsive": False}
         if target.path in self._stuck:

@@ -47,7 +47,7 @@ def forecast(samples: Sequence[tuple[float, float]], min_samples: int) -> Foreca
     """Forecast from (time_sec, available) samples in time order; None without enough data."""
     if len(samples) < min_samples:
         return None
-    peak = max(range(len(samples)), key=lambda i: (samples[i][1], i))
+    peak = max(range(len(samples)), key=lambda i: samples[i][1])  # first emptiest moment
     recent = samples[peak:]
     if len(recent) < min_samples:
         return None  # emptiest moment is too recent: not filling, or just cleaned up
@@ -85,8 +85,9 @@ class ForecastWindow:
         points = self.points
         if points and t < points[-1][0]:
             points.clear()  # the clock went backwards: start over rather than fit nonsense
-        # Within one resolution step the newest sample replaces the previous one.
-        if len(points) >= 2 and t - points[-2][0] < self.resolution:
+        # The newest point floats: later samples replace it until it lies one resolution step
+        # past the point before it, so stored points are at least that far apart.
+        if len(points) >= 2 and points[-1][0] - points[-2][0] < self.resolution:
             points[-1] = [t, value]
         else:
             points.append([t, value])

@@ -1,0 +1,155 @@
+"""diskprobe_fs on this machine's real mounts: df agreement, schema, stuck-mount bookkeeping."""
+
+from __future__ import annotations
+
+import io
+import math
+import os
+import subprocess
+import threading
+from pathlib import Path
+
+import pytest
+
+from diskprobe.collectors.filesystems import FilesystemsCollector
+from diskprobe.config import PSEUDO_FILESYSTEMS, FilesystemsConfig
+from diskprobe.log import Logger
+from diskprobe.metric import Metric
+from diskprobe.roots import HostRoots
+from diskprobe.sources.statfs import StatfsProber
+from diskprobe.state import StateStore
+
+from helpers import assert_schema
+
+# Real mounts here: ext4 "/" plus the tmpfs and devtmpfs ones, for more than one sample.
+CONFIG = FilesystemsConfig(ignore_fs=[t for t in PSEUDO_FILESYSTEMS if "tmpfs" not in t])
+
+
+def _collector(
+    tmp_path: Path, config: FilesystemsConfig = CONFIG, **kw: object
+) -> tuple[FilesystemsCollector, io.StringIO]:
+    stream = io.StringIO()
+    log = Logger(stream)
+    state = StateStore(str(tmp_path / "state.json"), log)
+    return FilesystemsCollector(config, HostRoots(), log, state, **kw), stream  # type: ignore[arg-type]
+
+
+def _df(args: list[str], path: str) -> list[int | str]:
+    out = subprocess.run(["df", *args, path], capture_output=True, text=True, check=True).stdout
+    values = out.splitlines()[1].split()
+    return [int(v) if v.isdigit() else v for v in values]
+
+
+def _agrees(metric: Metric) -> bool:
+    f, path = metric.fields, metric.tags["path"]
+    size, used, avail, pcent = _df(["-B1", "--output=size,used,avail,pcent"], path)
+    itotal, iused, ifree, ipcent = _df(["--output=itotal,iused,iavail,ipcent"], path)
+    space_ok = [f["total_bytes"], f["used_bytes"], f["avail_bytes"]] == [size, used, avail]
+    inodes_ok = [f["inodes_total"], f["inodes_used"], f["inodes_free"]] == [itotal, iused, ifree]
+    # df prints Use% rounded up; "-" where there is nothing to divide.
+    pct_ok = ("used_percent" not in f and pcent == "-") or math.ceil(f["used_percent"]) == int(
+        str(pcent).rstrip("%")
+    )  # type: ignore[arg-type]
+    ipct_ok = ("inodes_used_percent" not in f and ipcent == "-") or math.ceil(
+        f["inodes_used_percent"]
+    ) == int(str(ipcent).rstrip("%"))  # type: ignore[arg-type]
+    return space_ok and inodes_ok and pct_ok and ipct_ok
+
+
+def test_values_match_df_on_this_machines_mounts(tmp_path: Path) -> None:
+    collector, _ = _collector(tmp_path)
+    metrics = collector.collect().metrics
+    assert {m.tags["path"] for m in metrics} >= {"/", "/dev/shm"}
+    for metric in metrics:
+        # A busy "/" may change between our statfs and df's: take a fresh sample, up to 5 times.
+        for _ in range(5):
+            if _agrees(metric):
+                break
+            fresh = [m for m in collector.collect().metrics if m.tags == metric.tags]
+            if not fresh:
+                break  # unmounted meanwhile (another test's scratch mount)
+            metric = fresh[0]
+        else:
+            pytest.fail(f"df disagrees on {metric.tags['path']}: {metric.fields}")
+    assert_schema(metrics)
+
+
+def test_tags_of_the_root_filesystem(tmp_path: Path) -> None:
+    collector, _ = _collector(tmp_path)
+    root = next(m for m in collector.collect().metrics if m.tags["path"] == "/")
+    source = subprocess.run(
+        ["findmnt", "-no", "SOURCE,FSTYPE", "/"], capture_output=True, text=True
+    )
+    if source.returncode == 0:
+        device, fstype = source.stdout.split()
+        assert root.tags["device"] == device.removeprefix("/dev/") and root.tags["fstype"] == fstype
+    assert root.tags["mode"] == ("ro" if os.statvfs("/").f_flag & os.ST_RDONLY else "rw")
+
+
+class BlockingStatvfs:
+    """The OS call as a hung NFS server makes it behave: chosen paths block until released."""
+
+    def __init__(self, hung: str) -> None:
+        self.hung, self.release, self.calls = hung, threading.Event(), 0
+
+    def __call__(self, path: str) -> os.statvfs_result:
+        if path == self.hung:
+            self.calls += 1
+            self.release.wait()
+        return os.statvfs(path)
+
+
+def test_stuck_mount_is_reported_unresponsive_once_logged_and_not_probed_again(
+    tmp_path: Path,
+) -> None:
+    statvfs = BlockingStatvfs("/dev/shm")
+    collector, log = _collector(tmp_path, prober=StatfsProber(0.2, statvfs))
+    for _ in range(3):
+        by_path = {m.tags["path"]: m for m in collector.collect().metrics}
+        assert by_path["/dev/shm"].fields == {"responsive": False}
+        assert by_path["/"].fields["responsive"] is True and "total_bytes" in by_path["/"].fields
+    assert statvfs.calls == 1  # at most one outstanding call per mount
+    assert (
+        log.getvalue().count("W! ") == 1 and "/dev/shm did not answer within 0.2s" in log.getvalue()
+    )
+    statvfs.release.set()
+    by_path = {m.tags["path"]: m for m in collector.collect().metrics}
+    assert by_path["/dev/shm"].fields["responsive"] is True
+    assert log.getvalue().count("I! ") == 1 and "answers again" in log.getvalue()
+    assert statvfs.calls == 2
+
+
+def test_statfs_errors_are_counted_and_logged_once(tmp_path: Path) -> None:
+    def failing(path: str) -> os.statvfs_result:
+        if path == "/dev/shm":
+            raise PermissionError(13, "Permission denied")
+        return os.statvfs(path)
+
+    collector, log = _collector(tmp_path, prober=StatfsProber(1.0, failing))
+    for _ in range(2):
+        collection = collector.collect()
+        assert collection.errors == 1
+        assert "/dev/shm" not in {m.tags["path"] for m in collection.metrics}
+    assert log.getvalue().count("W! filesystems: statfs /dev/shm: Permission denied") == 1
+
+
+def test_forecast_fields_appear_after_min_samples(tmp_path: Path) -> None:
+    now, avail = [1000.0], [10_000_000]
+
+    def filling(path: str) -> os.statvfs_result:
+        # bsize frsize blocks bfree bavail files ffree favail flag namemax: 4 KiB blocks
+        return os.statvfs_result((4096, 4096, 50_000_000, avail[0], avail[0], 100, 50, 50, 0, 255))
+
+    config = FilesystemsConfig(mount_points=["/"], forecast_min_samples=3, forecast_window=600.0)
+    collector, _ = _collector(
+        tmp_path, config, prober=StatfsProber(1.0, filling), wall=lambda: now[0]
+    )
+    seen = []
+    for _ in range(4):
+        seen.append(collector.collect().metrics[0].fields)
+        now[0] += 10
+        avail[0] -= 25_000  # 100 MB per 10 s
+    assert ["fill_rate_bytes_per_sec" in fields for fields in seen] == [False, False, True, True]
+    assert seen[-1]["fill_rate_bytes_per_sec"] == pytest.approx(10_240_000.0)
+    assert seen[-1]["time_to_full_sec"] == pytest.approx(seen[-1]["avail_bytes"] / 10_240_000.0)
+    assert "inodes_time_to_full_sec" not in seen[-1]  # inodes flat
