@@ -1,0 +1,42 @@
+"""Shared fixtures: a real InfluxDB 1.x server for the session, a fresh database per test."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import uuid
+from typing import Iterator
+
+import pytest
+
+from influxdb_server import InfluxServer, find_influxd
+
+_database_numbers = itertools.count(1)
+
+
+def _under_ci() -> bool:
+    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
+
+
+@pytest.fixture(scope="session")
+def influxdb() -> Iterator[InfluxServer]:
+    """A running `influxd` (HTTP on a free loopback port); skipped locally if not installed."""
+    influxd = find_influxd()
+    if influxd is None:
+        reason = "influxd (InfluxDB 1.x) is not on PATH; install the influxdb package to run"
+        if _under_ci():
+            pytest.fail(f"{reason} (CI is set: .ci/run must install it)", pytrace=False)
+        pytest.skip(reason)
+    server = InfluxServer(influxd).start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def influx_db(influxdb: InfluxServer) -> tuple[InfluxServer, str]:
+    """(server, name of a database created for this test only)."""
+    name = f"test_{next(_database_numbers)}_{uuid.uuid4().hex[:8]}"
+    influxdb.create_database(name)
+    return influxdb, name
