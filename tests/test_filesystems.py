@@ -16,7 +16,7 @@ from diskprobe.config import PSEUDO_FILESYSTEMS, FilesystemsConfig
 from diskprobe.log import Logger
 from diskprobe.metric import Metric
 from diskprobe.roots import HostRoots
-from diskprobe.sources.statfs import StatfsProber
+from diskprobe.sources.statfs import StatfsProber, ThreadStatfs, WorkerStatfs
 from diskprobe.state import StateStore
 
 from helpers import assert_schema
@@ -103,7 +103,7 @@ def test_stuck_mount_is_reported_unresponsive_once_logged_and_not_probed_again(
     tmp_path: Path,
 ) -> None:
     statvfs = BlockingStatvfs("/dev/shm")
-    collector, log = _collector(tmp_path, prober=StatfsProber(0.2, statvfs))
+    collector, log = _collector(tmp_path, prober=StatfsProber(0.2, ThreadStatfs(statvfs)))
     for _ in range(3):
         by_path = {m.tags["path"]: m for m in collector.collect().metrics}
         assert by_path["/dev/shm"].fields == {"responsive": False}
@@ -125,7 +125,7 @@ def test_statfs_errors_are_counted_and_logged_once(tmp_path: Path) -> None:
             raise PermissionError(13, "Permission denied")
         return os.statvfs(path)
 
-    collector, log = _collector(tmp_path, prober=StatfsProber(1.0, failing))
+    collector, log = _collector(tmp_path, prober=StatfsProber(1.0, ThreadStatfs(failing)))
     for _ in range(2):
         collection = collector.collect()
         assert collection.errors == 1
@@ -142,7 +142,7 @@ def test_forecast_fields_appear_after_min_samples(tmp_path: Path) -> None:
 
     config = FilesystemsConfig(mount_points=["/"], forecast_min_samples=3, forecast_window=600.0)
     collector, _ = _collector(
-        tmp_path, config, prober=StatfsProber(1.0, filling), wall=lambda: now[0]
+        tmp_path, config, prober=StatfsProber(1.0, ThreadStatfs(filling)), wall=lambda: now[0]
     )
     seen = []
     for _ in range(4):
@@ -153,3 +153,57 @@ def test_forecast_fields_appear_after_min_samples(tmp_path: Path) -> None:
     assert seen[-1]["fill_rate_bytes_per_sec"] == pytest.approx(10_240_000.0)
     assert seen[-1]["time_to_full_sec"] == pytest.approx(seen[-1]["avail_bytes"] / 10_240_000.0)
     assert "inodes_time_to_full_sec" not in seen[-1]  # inodes flat
+
+
+def test_dead_fuse_or_stale_nfs_errors_report_unresponsive(tmp_path: Path) -> None:
+    broken = [True]
+
+    def dead(path: str) -> os.statvfs_result:
+        if path == "/dev/shm" and broken[0]:
+            raise OSError(107, "Transport endpoint is not connected")  # ENOTCONN
+        return os.statvfs(path)
+
+    collector, log = _collector(tmp_path, prober=StatfsProber(1.0, ThreadStatfs(dead)))
+    for _ in range(2):
+        collection = collector.collect()
+        by_path = {m.tags["path"]: m for m in collection.metrics}
+        assert by_path["/dev/shm"].fields == {"responsive": False} and collection.errors == 1
+    broken[0] = False
+    by_path = {m.tags["path"]: m for m in collector.collect().metrics}
+    assert by_path["/dev/shm"].fields["responsive"] is True
+    assert log.getvalue().splitlines() == [
+        "W! filesystems: statfs /dev/shm: Transport endpoint is not connected",
+        "I! filesystems: statfs /dev/shm works again",
+    ]
+
+
+def test_worker_process_answers_like_statvfs_and_survives_its_own_death() -> None:
+    backend = WorkerStatfs()
+    try:
+        call = backend.start("/")
+        assert call.done.wait(10) and call.result == os.statvfs("/")
+        missing = backend.start("/nonexistent/path")
+        assert missing.done.wait(10) and isinstance(missing.result, FileNotFoundError)
+        process = backend._process
+        assert process is not None
+        process.kill()
+        process.wait()
+        again = backend.start("/")  # a new helper is started
+        assert again.done.wait(10) and again.result == os.statvfs("/")
+        assert backend._process is not process
+        helper = backend._process
+    finally:
+        backend.close()
+    assert helper is not None and helper.wait(10) == 0  # end of input: the helper exits
+
+
+def test_nan_in_a_stored_window_is_dropped_not_kept_forever(tmp_path: Path) -> None:
+    state_path = tmp_path / "state.json"
+    state_path.write_text(
+        '{"format": "diskprobe-state", "version": 1, "sections": {"fs_forecast": '
+        '{"/": {"avail": [[NaN, 1.0], [2.0, 1.0]]}, "/ok": {"avail": [[1.0, 2.0]]}}}}'
+    )
+    log = Logger(io.StringIO())
+    state = StateStore(str(state_path), log)
+    FilesystemsCollector(CONFIG, HostRoots(), log, state, prober=StatfsProber(1.0, ThreadStatfs()))
+    assert state.section("fs_forecast") == {"/ok": {"avail": [[1.0, 2.0]]}}

@@ -121,3 +121,14 @@ def test_window_works_on_the_state_list_in_place() -> None:
     window = ForecastWindow(60.0, stored)
     window.add(1.0, 2.0)
     assert stored == [[1.0, 2.0]]
+
+
+def test_time_to_full_counts_from_the_highest_usage_not_just_after_a_delete() -> None:
+    # Right after a delete the next peak still starts from the last one: the forecast must
+    # not jump later by a tooth's height / net rate.
+    samples = _sawtooth(10 * GB, 8 * GB, 100e6, cycles=12)
+    before = forecast(samples, 6)
+    after = forecast([*samples, (samples[-1][0] + 1, samples[-1][1] + 8 * GB)], 6)
+    assert before is not None and after is not None
+    assert before.time_to_full is not None and after.time_to_full is not None
+    assert after.time_to_full == pytest.approx(before.time_to_full, rel=0.05)

@@ -8,6 +8,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+
 from lineproto import parse_lines
 
 ROOT = Path(__file__).resolve().parent.parent

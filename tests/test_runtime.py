@@ -22,6 +22,9 @@ class Counting:
     def __init__(self, name: str, interval: float | None = None, fail: bool = False) -> None:
         self.name, self.interval, self.fail, self.calls = name, interval, fail, 0
 
+    def close(self) -> None:
+        pass
+
     def collect(self) -> Collection:
         self.calls += 1
         if self.fail:

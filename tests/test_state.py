@@ -91,3 +91,10 @@ def test_nothing_writable_keeps_state_in_memory_with_one_warning(tmp_path: Path)
     store.section("a")["b"] = 1
     store.save(force=True)
     assert log.getvalue().count("W! ") == 1 and "in memory" in log.getvalue()
+
+
+def test_absurdly_nested_json_is_survived(tmp_path: Path) -> None:
+    path = tmp_path / "state.json"
+    path.write_text("[" * 100_000)
+    store, log = _store(path)
+    assert store.sections == {} and log.getvalue().startswith("W! state: ")

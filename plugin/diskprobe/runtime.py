@@ -109,7 +109,12 @@ class Runtime:
             self._state.save()
 
     def close(self) -> None:
-        """At exit: persist the state whatever its save interval."""
+        """At exit: release the collectors' helpers, persist the state."""
+        for item in self._scheduled:
+            try:
+                item.collector.close()
+            except Exception as error:  # exiting anyway: say so, don't mask the exit
+                self._log.error(f"collector {item.collector.name}: close: {error}")
         if self._state is not None:
             self._state.save(force=True)
 

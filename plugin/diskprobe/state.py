@@ -76,7 +76,8 @@ class StateStore:
             if not isinstance(sections, dict):
                 raise ValueError("no sections")
             self.sections = sections
-        except (OSError, ValueError) as error:  # JSONDecodeError is a ValueError
+        # JSONDecodeError is a ValueError; absurdly deep nesting raises RecursionError.
+        except (OSError, ValueError, RecursionError) as error:
             aside = self.path + ".corrupt"
             self._log.warn(
                 f"state: {self.path} unreadable ({error}); moved to {aside}, starting afresh"

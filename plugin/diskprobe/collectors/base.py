@@ -22,3 +22,6 @@ class Collector(Protocol):
     interval: float | None  # seconds; None: the agent-wide interval
 
     def collect(self) -> Collection: ...
+
+    def close(self) -> None:
+        """Release helpers (threads, processes) at exit; must not block."""

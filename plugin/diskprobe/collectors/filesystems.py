@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import math
 import os
 import time
 from typing import Any, Callable
@@ -20,6 +21,12 @@ from diskprobe.sources.statfs import StatfsProber
 from diskprobe.state import StateStore
 
 MEASUREMENT = "diskprobe_fs"
+# Errors that mean "the filesystem is there but not answering": a dead FUSE daemon
+# (ENOTCONN), a stale or unreachable NFS server. Reported as responsive=false.
+UNRESPONSIVE_ERRNOS = frozenset(
+    {errno.ENOTCONN, errno.EIO, errno.ESTALE, errno.EHOSTDOWN, errno.EHOSTUNREACH,
+     errno.ETIMEDOUT, errno.ECONNREFUSED}
+)  # fmt: skip
 STATE_SECTION = "fs_forecast"
 
 
@@ -43,7 +50,8 @@ class FilesystemsCollector:
         _drop_malformed(self._windows)
         self._prober = prober or StatfsProber(config.stat_timeout)
         self._wall = wall
-        self._stuck: set[str] = set()
+        self._stuck: set[str] = set()  # timed out: W! logged, I! due when it answers
+        self._failing: dict[str, int] = {}  # path -> errno last logged
 
     def _targets(self) -> list[MountTarget]:
         config = self.config
@@ -63,24 +71,31 @@ class FilesystemsCollector:
         collection = Collection(items=len(targets))
         for target in targets:
             result = results[target.stat_path]
-            tags = {
-                "path": target.path,
-                "device": target.device,
-                "fstype": target.fstype,
-                "mode": target.mode,
-            }
             if isinstance(result, OSError):
                 collection.errors += 1
-                reason = os.strerror(result.errno or errno.EIO)
-                self._log.warn_once(
-                    f"fs-error:{target.path}:{result.errno}",
-                    f"filesystems: statfs {target.stat_path}: {reason}",
-                )
-                continue
-            fields = self._fields(target, result, now)
-            collection.metrics.append(Metric(MEASUREMENT, tags, fields, time_ns))
+                self._note_failure(target, result)
+                if result.errno not in UNRESPONSIVE_ERRNOS:
+                    continue  # e.g. unmounted meanwhile, or no permission: no point
+                fields: dict[str, FieldValue] = {"responsive": False}
+            else:
+                self._note_success(target)
+                fields = self._fields(target, result, now)
+            collection.metrics.append(Metric(MEASUREMENT, _tags(target), fields, time_ns))
         self._forget_old_windows(now)
         return collection
+
+    def _note_failure(self, target: MountTarget, error: OSError) -> None:
+        code = error.errno or errno.EIO
+        if self._failing.get(target.path) != code:
+            self._failing[target.path] = code
+            self._log.warn(f"filesystems: statfs {target.stat_path}: {os.strerror(code)}")
+
+    def _note_success(self, target: MountTarget) -> None:
+        if self._failing.pop(target.path, None) is not None:
+            self._log.info(f"filesystems: statfs {target.stat_path} works again")
+
+    def close(self) -> None:
+        self._prober.close()
 
     def _fields(
         self, target: MountTarget, result: os.statvfs_result | None, now: float
@@ -138,10 +153,23 @@ class FilesystemsCollector:
                 del self._windows[path]
 
 
+def _tags(target: MountTarget) -> dict[str, str]:
+    return {
+        "path": target.path,
+        "device": target.device,
+        "fstype": target.fstype,
+        "mode": target.mode,
+    }
+
+
+def _finite_number(value: Any) -> bool:
+    # json.load reads NaN and Infinity; a NaN time would never age out of the window.
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
 def _valid_points(points: Any) -> bool:
     return isinstance(points, list) and all(
-        isinstance(p, list) and len(p) == 2 and all(isinstance(x, (int, float)) for x in p)
-        for p in points
+        isinstance(p, list) and len(p) == 2 and all(map(_finite_number, p)) for p in points
     )
 
 

@@ -89,6 +89,9 @@ class IoCollector:
             tags["dm_name"] = info.dm_name
         return tags
 
+    def close(self) -> None:
+        pass
+
     def collect(self) -> Collection:
         stats = read_diskstats(self._roots, self._log)
         now = self._monotonic()

@@ -62,10 +62,12 @@ def forecast(samples: Sequence[tuple[float, float]], min_samples: int) -> Foreca
         return None
     slope, r_squared = fit
     fill_rate = max(0.0, -slope)
-    available_now = recent[-1][1]
+    # From the highest usage seen, not the current one: right after a delete the next peak
+    # still starts from there, so counting from "now" would be late by a tooth's height.
+    available = min(recent[-1][1], lowest)
     time_to_full = None
     if fill_rate > 0 and r_squared >= MIN_R_SQUARED:
-        seconds = max(0.0, available_now) / fill_rate
+        seconds = max(0.0, available) / fill_rate
         if seconds <= TEN_YEARS_SEC:
             time_to_full = seconds
     return Forecast(fill_rate=fill_rate, time_to_full=time_to_full)

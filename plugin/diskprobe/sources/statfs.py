@@ -1,55 +1,157 @@
-"""statvfs that cannot hang the loop: each call in its own thread, bounded by a timeout.
+"""statvfs that cannot hang the loop, nor keep diskprobe from exiting.
 
-A thread blocked in statfs on a dead NFS server or a wedged FUSE daemon sits in the kernel
-(often in uninterruptible sleep) and cannot be cancelled. So a mount whose call timed out is
-"stuck": it keeps its one outstanding call and is not probed again until that call returns.
+A statfs on a dead NFS server or a wedged FUSE daemon blocks in the kernel and cannot be
+cancelled. Worse, a process with a thread blocked in FUSE cannot finish exiting: the
+exiting thread waits, unkillable, for the FUSE answer, so Telegraf's stop or reload would
+hang on diskprobe. So the calls run in a helper process (statfs_worker), one thread per
+call; diskprobe waits at most `timeout` for each answer and can always exit, leaving a
+stuck helper behind that holds none of Telegraf's pipes.
+
+A mount whose call timed out is "stuck": it keeps its one outstanding call and is not
+probed again until that call returns.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
+import itertools
+import json
 import os
+import subprocess
+import sys
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Sequence, Union
+from typing import IO, Callable, Protocol, Sequence, Union
 
 StatResult = Union[os.statvfs_result, OSError]
 
 
 @dataclass
-class _Call:
+class StatCall:
     done: threading.Event = field(default_factory=threading.Event)
     result: StatResult | None = None
+
+    def finish(self, result: StatResult) -> None:
+        self.result = result
+        self.done.set()
+
+
+class StatfsBackend(Protocol):
+    def start(self, path: str) -> StatCall: ...
+
+    def close(self) -> None: ...
+
+
+class ThreadStatfs:
+    """Calls in threads of this process: for tests that inject the OS call."""
+
+    def __init__(self, statvfs: Callable[[str], os.statvfs_result] = os.statvfs) -> None:
+        self._statvfs = statvfs
+
+    def start(self, path: str) -> StatCall:
+        call = StatCall()
+
+        def _run() -> None:
+            try:
+                call.finish(self._statvfs(path))
+            except OSError as error:
+                call.finish(error)
+
+        threading.Thread(target=_run, name=f"statfs {path}", daemon=True).start()
+        return call
+
+    def close(self) -> None:
+        pass
+
+
+class WorkerStatfs:
+    """Calls in a helper process: JSON lines {"id", "path"} out, {"id", "stat"|"errno"} back."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._calls: dict[int, StatCall] = {}
+        self._ids = itertools.count()
+        self._process: subprocess.Popen[bytes] | None = None
+
+    def _spawn(self) -> subprocess.Popen[bytes]:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "diskprobe.sources.statfs_worker"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            close_fds=True,
+            start_new_session=True,  # keeps Telegraf's signals to our group away from it
+        )
+        assert process.stdout is not None
+        reader = threading.Thread(
+            target=self._read, args=(process.stdout,), name="statfs-worker-reader", daemon=True
+        )
+        reader.start()
+        return process
+
+    def _read(self, stream: IO[bytes]) -> None:
+        for line in stream:
+            try:
+                answer = json.loads(line)
+                call = self._take(int(answer["id"]))
+                if call is None:
+                    continue
+                if "stat" in answer:
+                    call.finish(os.statvfs_result(tuple(answer["stat"])))
+                else:
+                    call.finish(OSError(int(answer["errno"]), str(answer.get("error", ""))))
+            except (ValueError, KeyError, TypeError):
+                continue
+        # The helper is gone: its unanswered calls will never be answered.
+        with self._lock:
+            lost, self._calls = self._calls, {}
+        for call in lost.values():
+            call.finish(OSError(errno.EIO, "statfs helper process exited"))
+
+    def _take(self, call_id: int) -> StatCall | None:
+        with self._lock:
+            return self._calls.pop(call_id, None)
+
+    def start(self, path: str) -> StatCall:
+        call = StatCall()
+        with self._lock:
+            if self._process is None or self._process.poll() is not None:
+                self._process = self._spawn()
+            call_id = next(self._ids)
+            self._calls[call_id] = call
+            stdin = self._process.stdin
+        assert stdin is not None
+        try:
+            stdin.write(json.dumps({"id": call_id, "path": path}).encode() + b"\n")
+            stdin.flush()
+        except OSError as error:
+            self._take(call_id)
+            call.finish(error)
+        return call
+
+    def close(self) -> None:
+        """End of input tells the helper to exit; it is not waited for (it may be stuck)."""
+        with self._lock:
+            process, self._process = self._process, None
+        if process is not None and process.stdin is not None:
+            with contextlib.suppress(OSError):
+                process.stdin.close()
 
 
 class StatfsProber:
     """Owns the outstanding calls; probe() returns results for mounts that answered in time."""
 
-    def __init__(
-        self, timeout: float, statvfs: Callable[[str], os.statvfs_result] = os.statvfs
-    ) -> None:
+    def __init__(self, timeout: float, backend: StatfsBackend | None = None) -> None:
         self.timeout = timeout
-        self._statvfs = statvfs
-        self._pending: dict[str, _Call] = {}
-
-    def _start(self, path: str) -> _Call:
-        call = _Call()
-
-        def _run() -> None:
-            try:
-                call.result = self._statvfs(path)
-            except OSError as error:
-                call.result = error
-            finally:
-                call.done.set()
-
-        threading.Thread(target=_run, name=f"statfs {path}", daemon=True).start()
-        return call
+        self._backend: StatfsBackend = backend if backend is not None else WorkerStatfs()
+        self._pending: dict[str, StatCall] = {}
 
     def probe(self, paths: Sequence[str]) -> dict[str, StatResult | None]:
         """path -> statvfs result, the OSError it raised, or None when it did not answer."""
         results: dict[str, StatResult | None] = {}
-        calls: dict[str, _Call] = {}
+        calls: dict[str, StatCall] = {}
         for path in paths:
             pending = self._pending.get(path)
             if pending is not None and not pending.done.is_set():
@@ -57,7 +159,7 @@ class StatfsProber:
             else:
                 # New, or a stuck mount whose old call has returned: probe it afresh.
                 self._pending.pop(path, None)
-                calls[path] = self._start(path)
+                calls[path] = self._backend.start(path)
         deadline = time.monotonic() + self.timeout
         for path, call in calls.items():
             if call.done.wait(max(0.0, deadline - time.monotonic())):
@@ -69,3 +171,6 @@ class StatfsProber:
 
     def stuck(self) -> list[str]:
         return [path for path, call in self._pending.items() if not call.done.is_set()]
+
+    def close(self) -> None:
+        self._backend.close()
