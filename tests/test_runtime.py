@@ -21,6 +21,7 @@ from lineproto import parse_lines
 class Counting:
     def __init__(self, name: str, interval: float | None = None, fail: bool = False) -> None:
         self.name, self.interval, self.fail, self.calls = name, interval, fail, 0
+        self.needs_prime = True
 
     def close(self) -> None:
         pass

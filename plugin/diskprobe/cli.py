@@ -13,6 +13,7 @@ from diskprobe import __version__
 from diskprobe.collectors.base import Collector
 from diskprobe.collectors.filesystems import FilesystemsCollector
 from diskprobe.collectors.io import IoCollector
+from diskprobe.collectors.smart import SmartCollector
 from diskprobe.config import AgentConfig, ConfigError, load_config, with_overrides
 from diskprobe.durations import parse_duration
 from diskprobe.log import Logger
@@ -59,13 +60,15 @@ def _load(args: argparse.Namespace) -> AgentConfig:
 
 
 def build_collectors(
-    config: AgentConfig, roots: HostRoots, log: Logger, state: StateStore
+    config: AgentConfig, roots: HostRoots, log: Logger, state: StateStore, once: bool = False
 ) -> list[Collector]:
     collectors: list[Collector] = []
     if config.io.enabled:
         collectors.append(IoCollector(config.io, roots, log))
     if config.filesystems.enabled:
         collectors.append(FilesystemsCollector(config.filesystems, roots, log, state))
+    if config.smart.enabled:
+        collectors.append(SmartCollector(config.smart, log, state, blocking=once))
     return collectors
 
 
@@ -90,7 +93,7 @@ def run(config: AgentConfig, once: bool, log: Logger) -> int:
     roots = HostRoots.from_env(os.environ)
     state = StateStore(config.state_file, log, config.state_save_interval)
     runtime = Runtime(
-        build_collectors(config, roots, log, state),
+        build_collectors(config, roots, log, state, once),
         make_serializer(config.format),
         sys.stdout.buffer,
         log,

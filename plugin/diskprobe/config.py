@@ -27,8 +27,8 @@ def _opt(
 ) -> Any:
     # kind "duration": written as a string ("10s"), held as float seconds.
     meta = {"doc": doc, "kind": kind, "choices": choices, "minimum": minimum}
-    if isinstance(default, list):
-        return field(default_factory=lambda: list(default), metadata=meta)
+    if isinstance(default, (list, dict)):
+        return field(default_factory=lambda: type(default)(default), metadata=meta)
     return field(default=default, metadata=meta)
 
 
@@ -97,6 +97,56 @@ class FilesystemsConfig:
 
 
 @dataclass
+class SmartConfig:
+    """Measurements diskprobe_smart and diskprobe_smart_attr: SMART and NVMe health."""
+
+    enabled: bool = _opt(True, "Read SMART / NVMe health (measurement diskprobe_smart).")
+    interval: float = _opt(
+        1800.0,
+        "How often each drive is read; a full read is costly and hourly is common practice. "
+        "Reads run in worker threads and never delay the other collectors.",
+        "duration",
+    )
+    smartctl_path: str = _opt("smartctl", "smartctl to run: a name on PATH or a full path.")
+    use_sudo: bool = _opt(
+        False, "Run smartctl through `sudo -n` (see telegraf/sudoers.d/diskprobe)."
+    )
+    timeout: float = _opt(
+        30.0, "Longest one smartctl call may take; then its process group is killed.", "duration"
+    )
+    nocheck: str = _opt(
+        "standby",
+        "smartctl -n: do not wake a drive in this power mode or lower (never|sleep|standby|"
+        "idle); such a drive is reported with power_mode and no health fields.",
+        choices=("never", "sleep", "standby", "idle"),
+    )
+    devices: list[str] = _opt(
+        [],
+        'Drives to read, each optionally with its type ("/dev/sda -d sat", '
+        '"/dev/bus/0 -d megaraid,5"); empty: discover with `smartctl --scan-open`.',
+    )
+    exclude: list[str] = _opt([], "Drives to leave out, as globs on the device path.")
+    rescan: float = _opt(3600.0, "How often discovery runs again.", "duration")
+    concurrency: int = _opt(4, "Drives read at the same time.", minimum=1)
+    attributes: bool = _opt(
+        True, "Also send every ATA attribute (measurement diskprobe_smart_attr)."
+    )
+    nvme_source: str = _opt(
+        "smartctl",
+        'Where NVMe health comes from: "smartctl", or "nvme-cli" (`nvme smart-log -o json`, '
+        "also used when smartctl is missing).",
+        choices=("smartctl", "nvme-cli"),
+    )
+    nvme_path: str = _opt("nvme", "nvme-cli to run: a name on PATH or a full path.")
+    thresholds: dict[str, dict[str, int]] = _opt(
+        {},
+        "Verdict limits per value, overriding the defaults in the README's verdict table, "
+        "e.g. pending_sectors = { warn = 1, fail = 5 }; a negative limit disables it.",
+        "thresholds",
+    )
+
+
+@dataclass
 class AgentConfig:
     """diskprobe settings; collector sections follow."""
 
@@ -127,9 +177,14 @@ class AgentConfig:
     filesystems: FilesystemsConfig = field(
         default_factory=FilesystemsConfig, metadata={"doc": FilesystemsConfig.__doc__}
     )
+    smart: SmartConfig = field(default_factory=SmartConfig, metadata={"doc": SmartConfig.__doc__})
 
 
-SECTIONS: dict[str, type] = {"io": IoConfig, "filesystems": FilesystemsConfig}
+SECTIONS: dict[str, type] = {
+    "io": IoConfig,
+    "filesystems": FilesystemsConfig,
+    "smart": SmartConfig,
+}
 
 
 def _closest(key: str, valid: list[str]) -> str:
@@ -137,8 +192,29 @@ def _closest(key: str, valid: list[str]) -> str:
     return f" (closest valid key: {match[0]!r})" if match else ""
 
 
+def _thresholds(where: str, name: str, value: Any) -> dict[str, dict[str, int]]:
+    from diskprobe.smart.verdict import DEFAULT_THRESHOLDS
+
+    if not isinstance(value, dict):
+        raise ConfigError(f"{where} '{name}' must be a table of {{ warn = N, fail = N }}")
+    for key, limits in value.items():
+        if key not in DEFAULT_THRESHOLDS:
+            raise ConfigError(
+                f"{where} '{name}': unknown value '{key}'{_closest(key, list(DEFAULT_THRESHOLDS))}"
+            )
+        if (
+            not isinstance(limits, dict)
+            or not limits
+            or any(k not in ("warn", "fail") or type(v) is not int for k, v in limits.items())
+        ):
+            raise ConfigError(f"{where} '{name}.{key}' must be {{ warn = N, fail = N }}")
+    return value
+
+
 def _convert(where: str, name: str, value: Any, default: Any, meta: dict[str, Any]) -> Any:
     kind, choices = meta.get("kind", ""), meta.get("choices", ())
+    if kind == "thresholds":
+        return _thresholds(where, name, value)
     if kind == "duration":
         if isinstance(value, bool) or not isinstance(value, (str, int, float)):
             raise ConfigError(f"{where} '{name}' must be a duration string like \"10s\"")

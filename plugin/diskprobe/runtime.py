@@ -60,9 +60,10 @@ class Runtime:
         self.events: queue.Queue[str] = queue.Queue()
 
     def prime(self) -> None:
-        """Take the first sample of every collector, so the first batch already has rates."""
+        """Take a first sample where rates need one, so the first batch already has them."""
         for item in self._scheduled:
-            self._run_collector(item.collector)
+            if item.collector.needs_prime:
+                self._run_collector(item.collector)
 
     def _run_collector(self, collector: Collector) -> tuple[Collection, float]:
         started = time.perf_counter()
@@ -91,6 +92,7 @@ class Runtime:
                         "duration_ms": duration_ms,
                         "errors": collection.errors,
                         "items": collection.items,
+                        **collection.agent_fields,
                     },
                     time.time_ns(),
                 )

@@ -27,6 +27,9 @@ def _toml_value(value: Any, kind: str) -> str:
         return "true" if value else "false"
     if isinstance(value, list):
         return "[" + ", ".join(json.dumps(item) for item in value) + "]"
+    if isinstance(value, dict):
+        items = ", ".join(f"{k} = {_toml_value(v, '')}" for k, v in value.items())
+        return "{ " + items + " }" if items else "{}"
     return json.dumps(value)
 
 

@@ -32,6 +32,7 @@ STATE_SECTION = "fs_forecast"
 
 class FilesystemsCollector:
     name = "filesystems"
+    needs_prime = False
 
     def __init__(
         self,

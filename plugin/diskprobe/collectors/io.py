@@ -41,6 +41,7 @@ class IoCollector:
     """Keeps the previous sample per device; each collect() yields rates since then."""
 
     name = "io"
+    needs_prime = True
 
     def __init__(
         self,

@@ -16,5 +16,17 @@ AGENT = MeasurementSpec(
         _f("duration_ms", "float", "ms", "Wall time the collector took in this batch."),
         _f("errors", "int", "count", "Errors the collector met in this batch."),
         _f("items", "int", "count", "Devices, mounts or drives the collector saw in this batch."),
+        _f(
+            "exec_calls",
+            "int",
+            "count",
+            "smartctl / nvme-cli processes run since the previous batch (smart only).",
+        ),
+        _f(
+            "exec_failures",
+            "int",
+            "count",
+            "Of those, the ones that failed, timed out or were killed (smart only).",
+        ),
     ),
 )

@@ -1,0 +1,217 @@
+"""diskprobe_smart: drive health read on its own slow cadence, in worker threads.
+
+The collector ticks with the agent but reads drives only every `[smart] interval`: a read
+cycle (discovery when due, then one smartctl per drive, `concurrency` at a time) runs in the
+background, and each drive's point is emitted at the first tick after its read finished.
+So neither a slow drive nor a hung controller delays the I/O and filesystem collectors.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import threading
+import time
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any, Callable
+
+from diskprobe.collectors.base import Collection
+from diskprobe.config import SmartConfig
+from diskprobe.log import Logger
+from diskprobe.smart import json_parser
+from diskprobe.smart.devices import DriveSpec, parse_scan
+from diskprobe.smart.metrics import attribute_metrics, has_health_data, smart_metric
+from diskprobe.smart.model import DriveHealth
+from diskprobe.smart.reader import DriveRead, read_json, smartctl_version
+from diskprobe.smart.runner import CommandRunner
+from diskprobe.smart.text_path import read_text
+from diskprobe.smart.verdict import BACKBLAZE_FIVE, judge, merge_thresholds
+from diskprobe.state import StateStore
+
+PERMISSION_HELP = (
+    "run diskprobe as root, or set [smart] use_sudo = true with the sudoers line "
+    "'telegraf ALL=(root) NOPASSWD: {smartctl}' (telegraf/sudoers.d/diskprobe), or give a "
+    "dedicated smartctl copy the capabilities: setcap cap_sys_rawio,cap_sys_admin+ep {smartctl}; "
+    "in a container: --device /dev/sdX --cap-add SYS_RAWIO --cap-add SYS_ADMIN"
+)
+
+
+class SmartCollector:
+    name = "smart"
+    interval: float | None = None  # ticks with the agent; drives are read every config.interval
+    needs_prime = False
+
+    def __init__(
+        self,
+        config: SmartConfig,
+        log: Logger,
+        state: StateStore,
+        runner: CommandRunner | None = None,
+        blocking: bool = False,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.config = config
+        self._log = log
+        self._runner = runner or CommandRunner(
+            config.smartctl_path, config.timeout, config.use_sudo
+        )
+        self._blocking = blocking  # --once: wait for the reads instead of a later tick
+        self._monotonic = monotonic
+        self._thresholds = merge_thresholds(config.thresholds)
+        self._baselines: dict[str, Any] = state.section("smart_baselines")
+        self._last: dict[str, Any] = state.section("smart_last")
+        self._pool = ThreadPoolExecutor(config.concurrency, thread_name_prefix="smart-read")
+        self._cycle_pool = ThreadPoolExecutor(1, thread_name_prefix="smart-cycle")
+        self._lock = threading.Lock()
+        self._reads: list[Future[DriveRead]] = []
+        self._cycle: Future[None] | None = None
+        self._next_read = 0.0
+        self._specs: list[DriveSpec] = []
+        self._next_scan = 0.0
+        self._json: bool | None = None  # smartctl >= 7.0, learned once
+
+    # -- scheduling (main thread) -------------------------------------------------------------
+
+    def collect(self) -> Collection:
+        now = self._monotonic()
+        if now >= self._next_read and (self._cycle is None or self._cycle.done()):
+            self._next_read = now + self.config.interval
+            self._cycle = self._cycle_pool.submit(self._run_cycle)
+            if self._blocking:
+                self._cycle.result()
+        collection = Collection()
+        for read in self._finished():
+            self._emit(read, collection)
+        calls, failures = self._runner.stats.take()
+        collection.agent_fields = {"exec_calls": calls, "exec_failures": failures}
+        collection.items = len(self._specs)
+        return collection
+
+    def _finished(self) -> list[DriveRead]:
+        with self._lock:
+            if self._blocking:
+                pending = list(self._reads)
+                for future in pending:
+                    future.exception()  # waits
+            done = [future for future in self._reads if future.done()]
+            self._reads = [future for future in self._reads if not future.done()]
+        return [future.result() for future in done]
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)
+        self._cycle_pool.shutdown(wait=False, cancel_futures=True)
+
+    # -- the read cycle (background threads) ----------------------------------------------------
+
+    def _run_cycle(self) -> None:
+        specs = self._discover()
+        with self._lock:
+            self._reads += [self._pool.submit(self._read, spec) for spec in specs]
+
+    def _discover(self) -> list[DriveSpec]:
+        if self.config.devices:
+            specs = [DriveSpec.parse(text) for text in self.config.devices]
+        elif self._monotonic() >= self._next_scan:
+            self._next_scan = self._monotonic() + self.config.rescan
+            specs = self._scan()
+        else:
+            specs = self._specs
+        specs = [
+            s for s in specs if not any(fnmatch.fnmatchcase(s.path, g) for g in self.config.exclude)
+        ]
+        self._specs = specs
+        return specs
+
+    def _scan(self) -> list[DriveSpec]:
+        if self._runner.resolved() is None:
+            self._log.warn_once(
+                "smart-missing",
+                f"smart: {self._runner.program} not found; install smartmontools "
+                "(SMART collection is idle until then)",
+            )
+            return []
+        if self._json is None:
+            version = smartctl_version(self._runner)
+            self._json = version is None or version >= (7, 0)
+        result = self._runner.run(["--scan-open"])
+        if "Permission denied" in result.stdout + result.stderr:
+            self._warn_permission()
+        return parse_scan(result.stdout)
+
+    def _read(self, spec: DriveSpec) -> DriveRead:
+        try:
+            if self._json is not False:
+                try:
+                    return read_json(spec, self._runner, self.config.nocheck)
+                except json_parser.NotSmartctlJson:
+                    self._json = False  # this smartctl answers in text: use that from now on
+                    self._log.info("smart: smartctl gave no JSON; using the text parser")
+            return read_text(spec, self._runner, self.config.nocheck)
+        except Exception as error:  # one drive's surprise never loses the others
+            health = DriveHealth(device=spec.tag, exit_status=-1)
+            return DriveRead(spec, health, f"{type(error).__name__}: {error}")
+
+    # -- results (main thread) ------------------------------------------------------------------
+
+    def _warn_permission(self) -> None:
+        self._log.warn_once(
+            "smart-permission",
+            "smart: no permission to read SMART data: "
+            + PERMISSION_HELP.format(smartctl=self._runner.resolved() or self._runner.program),
+        )
+
+    def _emit(self, read: DriveRead, collection: Collection) -> None:
+        health, time_ns = read.health, time.time_ns()
+        if read.problem:
+            collection.errors += 1
+            if read.permission:
+                self._warn_permission()
+            else:
+                self._log.warn_once(f"smart-problem:{read.spec}:{read.problem}",
+                                    f"smart: {read.spec}: {read.problem}")  # fmt: skip
+            if read.vanished:
+                self._next_scan = 0.0
+        self._remember_identity(health)
+        if read.problem or health.standby or not has_health_data(health):
+            metric = smart_metric(health, {}, {}, None, time_ns)
+            if read.problem:
+                metric.fields.pop("power_mode")  # unknown: the read failed
+            collection.metrics.append(metric)
+            return
+        values = dict(health.counters)
+        life = json_parser.life_left_percent(health)
+        if life is not None:
+            values["ssd_life_left_percent"] = life
+        increases = self._increases(health)
+        verdict = judge(health, values, increases, self._thresholds)
+        collection.metrics.append(smart_metric(health, values, increases, verdict, time_ns))
+        if self.config.attributes:
+            collection.metrics += attribute_metrics(health, time_ns)
+
+    def _remember_identity(self, health: DriveHealth) -> None:
+        """A sleeping drive says nothing: tag it with what it said when it was awake."""
+        known = self._last.get(health.device)
+        if health.serial:
+            self._last[health.device] = {
+                "model": health.model, "serial": health.serial,
+                "protocol": health.protocol, "media": health.media,
+            }  # fmt: skip
+        elif isinstance(known, dict):
+            for key in ("model", "serial", "protocol", "media"):
+                if not getattr(health, key) and isinstance(known.get(key), str):
+                    setattr(health, key, known[key])
+
+    def _increases(self, health: DriveHealth) -> dict[str, int]:
+        """Growth of the Backblaze five since the first values seen for this serial."""
+        if not health.serial:
+            return {}
+        baseline = self._baselines.setdefault(health.serial, {})
+        increases = {}
+        for name in BACKBLAZE_FIVE:
+            value = health.counters.get(name)
+            if value is None:
+                continue
+            first = baseline.setdefault(name, value)
+            if not isinstance(first, int):
+                first = baseline[name] = value
+            increases[name] = max(0, value - first)
+        return increases

@@ -1,0 +1,49 @@
+"""What every parsing path produces for one drive read: a typed health record."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+
+@dataclass
+class Attribute:
+    """One ATA SMART attribute row."""
+
+    id: int
+    name: str
+    value: int
+    worst: int
+    threshold: int
+    raw: Optional[int]
+    raw_string: str
+    prefailure: bool
+    when_failed: str  # "", "FAILING_NOW" or "In_the_past"
+
+
+@dataclass
+class DriveHealth:
+    """A drive's health as read once; None / absent keys mean "the drive did not say"."""
+
+    device: str  # tag: "sda", "nvme0", "bus0-megaraid5"
+    protocol: str = ""  # "ata" | "nvme" | "scsi"
+    media: str = ""  # "hdd" | "ssd" | "nvme"
+    model: str = ""
+    serial: str = ""
+    firmware: str = ""
+    exit_status: int = 0
+    power_mode: str = "active"  # "standby", "sleep", "idle" when smartctl did not wake it
+    health_ok: Optional[bool] = None
+    temperature_c: Optional[int] = None
+    temperature_warning_c: Optional[int] = None  # the drive's own warning threshold
+    power_on_hours: Optional[int] = None
+    power_cycles: Optional[int] = None
+    capacity_bytes: Optional[int] = None
+    # Named counters per protocol (schema names: reallocated_sectors, media_errors, ...).
+    counters: dict[str, int] = field(default_factory=dict)
+    attributes: list[Attribute] = field(default_factory=list)
+    source: str = ""  # "json", "text" or "nvme-cli": where the values came from
+
+    @property
+    def standby(self) -> bool:
+        return self.power_mode in ("standby", "sleep")

@@ -1,0 +1,92 @@
+"""One drive read: one smartctl process, parsed by the JSON path or the pySMART text path."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from diskprobe.smart import json_parser
+from diskprobe.smart.devices import DriveSpec
+from diskprobe.smart.model import DriveHealth
+from diskprobe.smart.runner import CommandRunner, ExecResult
+
+_VERSION = re.compile(r"smartctl (\d+)\.(\d+)")
+_PERMISSION = re.compile(
+    r"Permission denied|Operation not permitted|a password is required|"
+    r"a terminal is required|is not allowed to execute|not in the sudoers",
+    re.IGNORECASE,
+)
+_NO_DEVICE = re.compile(r"No such device|No such file or directory", re.IGNORECASE)
+
+
+@dataclass
+class DriveRead:
+    """The outcome of one read: the health record, and what went wrong if anything did."""
+
+    spec: DriveSpec
+    health: DriveHealth
+    problem: str = ""  # empty when the read worked (a drive left asleep is not a problem)
+    permission: bool = False  # the problem is a missing privilege: the W! says what to do
+    vanished: bool = False  # the device is gone: rediscover
+
+
+def smartctl_version(runner: CommandRunner) -> tuple[int, int] | None:
+    result = runner.run(["--version"])
+    match = _VERSION.search(result.stdout)
+    return (int(match.group(1)), int(match.group(2))) if match else None
+
+
+def json_args(spec: DriveSpec, nocheck: str) -> list[str]:
+    return ["--json=c", "--all", "-n", nocheck, *spec.smartctl_args()]
+
+
+def read_json(spec: DriveSpec, runner: CommandRunner, nocheck: str) -> DriveRead:
+    """smartctl >= 7.0: `--json=c --all`; raises NotSmartctlJson when no JSON came back."""
+    result = runner.run(json_args(spec, nocheck))
+    failed = failure(spec, result, runner.timeout)
+    if failed is not None:
+        return failed
+    data = json_parser.load(result.stdout)
+    health = json_parser.parse(data, spec.tag)
+    if health.exit_status & 0b11 and not health.standby and not _has_identity(health):
+        return _problem(spec, health, result, _message(data) or "smartctl could not read it")
+    return DriveRead(spec, health)
+
+
+def _has_identity(health: DriveHealth) -> bool:
+    return bool(health.model or health.serial or health.counters or health.attributes)
+
+
+def _message(data: dict[str, object]) -> str:
+    messages = json_parser._dig(data, "smartctl", "messages")
+    if isinstance(messages, list):
+        texts = [str(json_parser._dig(m, "string") or "") for m in messages]
+        return "; ".join(text for text in texts if text)
+    return ""
+
+
+def failure(spec: DriveSpec, result: ExecResult, timeout: float) -> DriveRead | None:
+    """A read that produced no output worth parsing: timeout, missing binary, killed."""
+    if result.exit_status is not None:
+        return None
+    health = DriveHealth(device=spec.tag, exit_status=-1)
+    if result.timed_out:
+        return DriveRead(spec, health, f"timed out after {timeout:g}s; process group killed")
+    return DriveRead(spec, health, result.error or "did not run")
+
+
+def _problem(spec: DriveSpec, health: DriveHealth, result: ExecResult, text: str) -> DriveRead:
+    combined = f"{text}\n{result.stdout}\n{result.stderr}"
+    return DriveRead(
+        spec,
+        health,
+        problem=text.strip().splitlines()[0] if text.strip() else "smartctl failed",
+        permission=bool(_PERMISSION.search(combined)),
+        vanished=bool(_NO_DEVICE.search(combined)),
+    )
+
+
+def problem_from_text(spec: DriveSpec, health: DriveHealth, result: ExecResult) -> DriveRead:
+    """For the text and nvme-cli paths: classify a failed call the same way."""
+    lines = [line for line in (result.stderr + "\n" + result.stdout).splitlines() if line.strip()]
+    return _problem(spec, health, result, lines[-1] if lines else "command failed")
