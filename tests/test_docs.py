@@ -9,6 +9,7 @@ from pathlib import Path
 from diskprobe.metric import Metric
 from diskprobe.sample_config import render_sample_config
 from diskprobe.schema import MEASUREMENTS, render_markdown
+from diskprobe.smart.verdict import render_table
 
 from helpers import assert_schema
 from lineproto import parse_lines
@@ -39,6 +40,10 @@ def test_metrics_section_is_the_schema() -> None:
     for spec in MEASUREMENTS:
         for field in spec.fields:
             assert f"| `{field.name}` | {field.type} |" in README
+
+
+def test_verdict_table_is_the_rules() -> None:
+    assert _block("verdict-table") == render_table()
 
 
 def test_configuration_section_is_the_sample_config() -> None:

@@ -42,3 +42,46 @@ def test_volumes_that_fill_within_24h(influx_db: tuple[InfluxServer, str]) -> No
         for values in series["values"]
     ]
     assert found == [("/data", 5.0)]
+
+
+def _drive(serial: str, protocol: str, time_ns: int, **fields: int) -> Metric:
+    tags = {"host": "gpu01", "device": "sda", "serial": serial, "protocol": protocol}
+    return Metric("diskprobe_smart", tags, dict(fields), time_ns)
+
+
+def _found(server: InfluxServer, db: str, query: str, column: str) -> list[tuple[str, object]]:
+    (result,) = server.query(db, query)
+    return [
+        (series["tags"]["serial"], values[series["columns"].index(column)])
+        for series in result.get("series", [])
+        for values in series["values"]
+    ]
+
+
+def test_drives_whose_reallocated_sectors_grew_in_24h(influx_db: tuple[InfluxServer, str]) -> None:
+    server, db = influx_db
+    now, hour = time.time_ns(), 3600 * 10**9
+    batch = [
+        _drive("GROWING", "ata", now - 20 * hour, reallocated_sectors=8),
+        _drive("GROWING", "ata", now - hour, reallocated_sectors=12),
+        _drive("STEADY", "ata", now - 20 * hour, reallocated_sectors=30),
+        _drive("STEADY", "ata", now - hour, reallocated_sectors=30),
+        _drive("OLDGROWTH", "ata", now - 30 * hour, reallocated_sectors=1),
+        _drive("OLDGROWTH", "ata", now - hour, reallocated_sectors=5),
+    ]
+    status, text = server.write(db, InfluxSerializer().serialize(batch).encode())
+    assert status == 204, text
+    assert _found(server, db, _query("influxql-realloc-24h"), "grown") == [("GROWING", 4)]
+
+
+def test_nvme_wear_above_80_percent(influx_db: tuple[InfluxServer, str]) -> None:
+    server, db = influx_db
+    now = time.time_ns()
+    batch = [
+        _drive("WORN", "nvme", now, percentage_used=85),
+        _drive("FRESH", "nvme", now, percentage_used=3),
+        _drive("SATA", "ata", now, reallocated_sectors=0),
+    ]
+    status, text = server.write(db, InfluxSerializer().serialize(batch).encode())
+    assert status == 204, text
+    assert _found(server, db, _query("influxql-nvme-wear"), "percentage_used") == [("WORN", 85)]

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from diskprobe.sample_config import render_sample_config
 from diskprobe.schema import render_markdown
+from diskprobe.smart.verdict import render_table
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 
@@ -26,6 +27,7 @@ def main() -> None:
     text = README.read_text()
     text = replace_block(text, "metrics", render_markdown().rstrip() + "\n")
     text = replace_block(text, "sample-config", "```toml\n" + render_sample_config() + "```\n")
+    text = replace_block(text, "verdict-table", render_table())
     README.write_text(text)
 
 

@@ -134,3 +134,26 @@ def judge(
         r for s, r in findings if s == WARN
     )
     return Verdict(status, reasons)
+
+
+FIXED_RULES = (
+    (FAIL, "smart_overall=FAILED", "smartctl's overall self-assessment is FAILED (ATA, SCSI, NVMe)"),
+    (FAIL, "failing_now=NAME", "an ATA attribute is at or below its threshold now (FAILING_NOW)"),
+    (FAIL, "critical_warning=N", "NVMe critical warning bits set (spare, temperature, reliability, read-only, backup)"),
+    (FAIL, "available_spare_percent=N", "NVMe available spare below the drive's own threshold"),
+    (WARN, "failed_in_past=NAME", "an ATA attribute was at or below its threshold in the past"),
+    (WARN, "NAME_increase=N", "any of 5, 187, 188, 197, 198 grew since the drive's baseline (first values seen for its serial)"),
+    (WARN, "temperature_c=N", "temperature at or above the drive's own warning limit (NVMe warning threshold, ATA SCT limit, SCSI trip)"),
+)  # fmt: skip
+
+
+def render_table() -> str:
+    """The README's verdict table, from the rules above (a test keeps them equal)."""
+    lines = ["| verdict | reason | when |", "| --- | --- | --- |"]
+    lines += [f"| {level} | `{reason}` | {when} |" for level, reason, when in FIXED_RULES]
+    for name, threshold in DEFAULT_THRESHOLDS.items():
+        sign = "<=" if threshold.below else ">="
+        for level, limit in ((FAIL, threshold.fail), (WARN, threshold.warn)):
+            if limit is not None:
+                lines.append(f"| {level} | `{name}=N` | {name} {sign} {limit} |")
+    return "\n".join(lines) + "\n"
