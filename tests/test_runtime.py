@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import threading
+from pathlib import Path
 
 import pytest
 
@@ -11,6 +12,7 @@ from diskprobe import __version__
 from diskprobe.collectors.base import Collection
 from diskprobe.log import Logger
 from diskprobe.metric import Metric
+from diskprobe.outputs import StreamOutput, TextfileOutput
 from diskprobe.runtime import GATHER, STOP, Runtime, next_aligned, watch_stdin
 from diskprobe.serializers.influx import InfluxSerializer
 
@@ -38,7 +40,10 @@ def _runtime(
     collectors: list[Counting], wall: list[float]
 ) -> tuple[Runtime, io.BytesIO, io.StringIO]:
     out, err = io.BytesIO(), io.StringIO()
-    runtime = Runtime(collectors, InfluxSerializer(), out, Logger(err), 10.0, wall=lambda: wall[0])
+    output = StreamOutput(out)
+    runtime = Runtime(
+        collectors, InfluxSerializer(), output, Logger(err), 10.0, wall=lambda: wall[0]
+    )
     return runtime, out, err
 
 
@@ -84,3 +89,13 @@ def test_stdin_lines_gather_and_eof_stops() -> None:
         writer.write("\n\n")
     thread.join(timeout=5)
     assert [runtime.events.get_nowait() for _ in range(3)] == [GATHER, GATHER, STOP]
+
+
+def test_textfile_output_replaces_the_file_atomically(tmp_path: Path) -> None:
+    target = tmp_path / "diskprobe.prom"
+    output = TextfileOutput(str(target))
+    output.write("a 1\n")
+    output.write("b 2\n")
+    assert target.read_text() == "b 2\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["diskprobe.prom"]
+    assert oct(target.stat().st_mode & 0o777) == "0o644"

@@ -61,7 +61,7 @@ def test_empty_tag_values_are_dropped_and_empty_batches_write_nothing() -> None:
 
 def test_batch_is_complete_lines() -> None:
     metrics = [Metric("m", {"d": str(i)}, {"v": i}, i) for i in range(3)]
-    text = make_serializer("influx").serialize(metrics)
+    text = make_serializer("influx", env={}, interval=10.0).serialize(metrics)
     assert text.endswith("\n") and text.count("\n") == 3
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 import signal
+import stat
 import sys
 import time
 from typing import Sequence
@@ -17,10 +18,11 @@ from diskprobe.collectors.smart import SmartCollector
 from diskprobe.config import AgentConfig, ConfigError, load_config, with_overrides
 from diskprobe.durations import parse_duration
 from diskprobe.log import Logger
+from diskprobe.outputs import Output, OutputClosed, StreamOutput, TextfileOutput
 from diskprobe.roots import HostRoots
-from diskprobe.runtime import STOP, OutputClosed, Runtime, watch_stdin
+from diskprobe.runtime import STOP, Runtime, watch_stdin
 from diskprobe.sample_config import render_sample_config
-from diskprobe.serializers import make_serializer
+from diskprobe.serializers import FORMATS, make_serializer
 from diskprobe.state import StateStore
 
 ONCE_DEFAULT_INTERVAL = 1.0
@@ -31,11 +33,17 @@ def _parser() -> argparse.ArgumentParser:
         prog="diskprobe",
         description="Disk I/O, filesystem and SMART probe for Telegraf execd / collectd exec.",
     )
+    parser.add_argument(
+        "command", nargs="?", choices=("doctor",), help="doctor: check the set-up and exit"
+    )
     parser.add_argument("--config", metavar="FILE", help="TOML configuration file")
     parser.add_argument("--once", action="store_true", help="two samples, one batch, exit")
     parser.add_argument("--interval", metavar="DURATION", help='e.g. "10s" (overrides config)')
     parser.add_argument("--trigger", choices=("interval", "stdin"), help="what starts a batch")
-    parser.add_argument("--format", choices=("influx",), help="output format")
+    parser.add_argument("--format", choices=FORMATS, help="output format (default influx)")
+    parser.add_argument(
+        "--textfile", metavar="PATH", help="write each batch to PATH atomically (prometheus)"
+    )
     parser.add_argument("--debug", action="store_true", default=None, help="log D! lines")
     parser.add_argument("--sample-config", action="store_true", help="print a commented config")
     parser.add_argument("--version", action="version", version=f"diskprobe {__version__}")
@@ -55,7 +63,12 @@ def _load(args: argparse.Namespace) -> AgentConfig:
     elif args.once:
         interval = ONCE_DEFAULT_INTERVAL
     return with_overrides(
-        config, interval=interval, trigger=args.trigger, format=args.format, debug=args.debug
+        config,
+        interval=interval,
+        trigger=args.trigger,
+        format=args.format,
+        debug=args.debug,
+        textfile=args.textfile,
     )
 
 
@@ -89,13 +102,27 @@ def _silence_stdout() -> None:
         pass
 
 
+def _output(config: AgentConfig) -> Output:
+    return TextfileOutput(config.textfile) if config.textfile else StreamOutput(sys.stdout.buffer)
+
+
+def stdin_is_a_channel() -> bool:
+    """Telegraf's execd gives a pipe whose EOF means "stop"; /dev/null (collectd exec,
+    systemd) or a closed stdin means nothing, and is not watched."""
+    try:
+        mode = os.fstat(sys.stdin.fileno()).st_mode
+    except (OSError, ValueError, AttributeError):
+        return False
+    return not stat.S_ISCHR(mode) or sys.stdin.isatty()
+
+
 def run(config: AgentConfig, once: bool, log: Logger) -> int:
     roots = HostRoots.from_env(os.environ)
     state = StateStore(config.state_file, log, config.state_save_interval)
     runtime = Runtime(
         build_collectors(config, roots, log, state, once),
-        make_serializer(config.format),
-        sys.stdout.buffer,
+        make_serializer(config.format, env=os.environ, interval=config.interval),
+        _output(config),
         log,
         config.interval,
         state,
@@ -107,7 +134,8 @@ def run(config: AgentConfig, once: bool, log: Logger) -> int:
             runtime.emit(runtime.gather())
             return 0
         _install_signal_handlers(runtime)
-        watch_stdin(sys.stdin, runtime.events)
+        if stdin_is_a_channel():
+            watch_stdin(sys.stdin, runtime.events)
         log.info(
             f"diskprobe {__version__} started: trigger={config.trigger} "
             f"interval={config.interval:g}s"
@@ -133,6 +161,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         log.error(f"config: {error}")
         return 2
     log.debug_enabled = config.debug
+    if args.command == "doctor":
+        from diskprobe.doctor import run_doctor
+
+        return run_doctor(config, args.config or "built-in defaults", sys.stdout,
+                          lambda: Logger(debug=config.debug))  # fmt: skip
     try:
         return run(config, args.once, log)
     except OutputClosed:

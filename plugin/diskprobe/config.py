@@ -162,7 +162,17 @@ class AgentConfig:
         'one batch per line on stdin (signal = "STDIN").',
         choices=("interval", "stdin"),
     )
-    format: str = _opt("influx", "Output format on stdout.", choices=("influx",))
+    format: str = _opt(
+        "influx",
+        'Output format: "influx" (line protocol, Telegraf), "collectd" (exec PUTVAL lines) or '
+        '"prometheus" (text exposition, for node_exporter\'s textfile collector).',
+        choices=("influx", "collectd", "prometheus"),
+    )
+    textfile: str = _opt(
+        "",
+        "Write each batch atomically to this file instead of stdout (use with "
+        'format = "prometheus" and node_exporter --collector.textfile.directory).',
+    )
     debug: bool = _opt(False, "Log D! lines on stderr.")
     state_file: str = _opt(
         "/var/lib/diskprobe/state.json",

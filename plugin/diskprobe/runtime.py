@@ -7,21 +7,18 @@ import queue
 import threading
 import time
 from dataclasses import dataclass
-from typing import BinaryIO, Callable, Sequence, TextIO
+from typing import Callable, Sequence, TextIO
 
 from diskprobe import __version__
 from diskprobe.collectors.base import Collection, Collector
 from diskprobe.log import Logger
 from diskprobe.metric import Metric
+from diskprobe.outputs import Output
 from diskprobe.serializers import Serializer
 from diskprobe.state import StateStore
 
 AGENT_MEASUREMENT = "diskprobe_agent"
 GATHER, STOP = "gather", "stop"
-
-
-class OutputClosed(Exception):
-    """stdout is gone (EPIPE): Telegraf stopped reading; exit quietly."""
 
 
 @dataclass
@@ -43,7 +40,7 @@ class Runtime:
         self,
         collectors: Sequence[Collector],
         serializer: Serializer,
-        output: BinaryIO,
+        output: Output,
         log: Logger,
         interval: float,
         state: StateStore | None = None,
@@ -100,13 +97,7 @@ class Runtime:
         return metrics
 
     def emit(self, metrics: list[Metric]) -> None:
-        text = self._serializer.serialize(metrics)
-        if text:
-            try:
-                self._output.write(text.encode("utf-8"))
-                self._output.flush()
-            except BrokenPipeError:
-                raise OutputClosed() from None
+        self._output.write(self._serializer.serialize(metrics))
         if self._state is not None:
             self._state.save()
 

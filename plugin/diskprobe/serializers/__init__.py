@@ -1,21 +1,30 @@
-"""Output formats: each turns a batch of metrics into the text written to stdout."""
+"""Output formats: each turns a batch of metrics into the text written out."""
 
 from __future__ import annotations
 
-from typing import Iterable, Protocol
+from typing import Iterable, Mapping, Protocol
 
 from diskprobe.metric import Metric
+
+FORMATS = ("influx", "collectd", "prometheus")
 
 
 class Serializer(Protocol):
     def serialize(self, metrics: Iterable[Metric]) -> str: ...
 
 
-def make_serializer(name: str) -> Serializer:
-    from diskprobe.serializers.influx import InfluxSerializer
+def make_serializer(name: str, env: Mapping[str, str], interval: float) -> Serializer:
+    """The serializer for a format; `env` and `interval` serve collectd's identifiers."""
+    if name == "influx":
+        from diskprobe.serializers.influx import InfluxSerializer
 
-    serializers = {"influx": InfluxSerializer}
-    try:
-        return serializers[name]()
-    except KeyError:
-        raise ValueError(f"unknown format {name!r}; known: {', '.join(serializers)}") from None
+        return InfluxSerializer()
+    if name == "collectd":
+        from diskprobe.serializers.collectd import CollectdSerializer
+
+        return CollectdSerializer.from_env(env, interval)
+    if name == "prometheus":
+        from diskprobe.serializers.prometheus import PrometheusSerializer
+
+        return PrometheusSerializer()
+    raise ValueError(f"unknown format {name!r}; known: {', '.join(FORMATS)}")

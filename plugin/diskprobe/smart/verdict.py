@@ -137,13 +137,16 @@ def judge(
 
 
 FIXED_RULES = (
-    (FAIL, "smart_overall=FAILED", "smartctl's overall self-assessment is FAILED (ATA, SCSI, NVMe)"),
-    (FAIL, "failing_now=NAME", "an ATA attribute is at or below its threshold now (FAILING_NOW)"),
-    (FAIL, "critical_warning=N", "NVMe critical warning bits set (spare, temperature, reliability, read-only, backup)"),
-    (FAIL, "available_spare_percent=N", "NVMe available spare below the drive's own threshold"),
+    (FAIL, "smart_overall=FAILED", "smartctl's overall self-assessment is FAILED"),
+    (FAIL, "failing_now=NAME", "an ATA attribute is at or below its threshold now"),
+    (FAIL, "critical_warning=N", "NVMe critical warning bits set (spare, temperature, "
+     "reliability, read-only, volatile backup)"),
+    (FAIL, "available_spare_percent=N", "NVMe spare below the drive's own threshold"),
     (WARN, "failed_in_past=NAME", "an ATA attribute was at or below its threshold in the past"),
-    (WARN, "NAME_increase=N", "any of 5, 187, 188, 197, 198 grew since the drive's baseline (first values seen for its serial)"),
-    (WARN, "temperature_c=N", "temperature at or above the drive's own warning limit (NVMe warning threshold, ATA SCT limit, SCSI trip)"),
+    (WARN, "NAME_increase=N", "any of 5, 187, 188, 197, 198 grew since the drive's baseline "
+     "(first values seen for its serial)"),
+    (WARN, "temperature_c=N", "temperature at or above the drive's own warning limit "
+     "(NVMe warning threshold, ATA SCT limit, SCSI trip)"),
 )  # fmt: skip
 
 

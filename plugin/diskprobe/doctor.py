@@ -1,0 +1,173 @@
+"""`diskprobe doctor`: a one-shot self-check that says what is wrong and how to fix it.
+
+Run it as the agent's user (`sudo -u telegraf diskprobe doctor`): it checks what that user
+can see and read, prints one line per check, and exits 1 when any check failed.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Callable, TextIO
+
+from diskprobe.collectors.filesystems import FilesystemsCollector
+from diskprobe.collectors.io import IoCollector
+from diskprobe.collectors.smart import PERMISSION_HELP
+from diskprobe.config import AgentConfig
+from diskprobe.log import Logger
+from diskprobe.roots import HostRoots
+from diskprobe.smart import json_parser
+from diskprobe.smart.devices import parse_scan
+from diskprobe.smart.reader import read_json, smartctl_version
+from diskprobe.smart.runner import CommandRunner
+from diskprobe.sources.mountinfo import read_mountinfo
+from diskprobe.state import StateStore
+
+CONTAINER_MARKERS = ("docker", "kubepods", "containerd", "libpod", "lxc")
+OVERLAY_ROOTS = ("overlay", "aufs", "fuse-overlayfs")
+
+
+@dataclass
+class Report:
+    out: TextIO
+    failures: int = 0
+    warnings: int = 0
+    lines: list[str] = field(default_factory=list)
+
+    def line(self, status: str, text: str) -> None:
+        self.failures += status == "FAIL"
+        self.warnings += status == "WARN"
+        self.out.write(f"{status:<5}{text}\n")
+
+
+def in_container(proc: str = "/proc") -> bool:
+    """Heuristics: /.dockerenv, /run/.containerenv, or a container cgroup for PID 1."""
+    if os.path.exists("/.dockerenv") or os.path.exists("/run/.containerenv"):
+        return True
+    try:
+        with open(os.path.join(proc, "1", "cgroup"), encoding="utf-8") as handle:
+            text = handle.read()
+    except OSError:
+        return False
+    return any(marker in text for marker in CONTAINER_MARKERS)
+
+
+def root_fstype(roots: HostRoots) -> str:
+    try:
+        mounts = read_mountinfo(roots)
+    except OSError:
+        return ""
+    return next((m.fstype for m in reversed(mounts) if m.mount_point == "/"), "")
+
+
+def check_roots(report: Report, roots: HostRoots, env: dict[str, str]) -> None:
+    report.line(
+        "INFO",
+        f"reading /proc at {roots.proc}, /sys at {roots.sys}, /run at {roots.run}"
+        + (f", mounts under {roots.mount_prefix}" if roots.mount_prefix else ""),
+    )
+    if "HOST_PROC" not in env and in_container():
+        # An overlay root is a container image: its mounts are not the host's volumes.
+        status = "FAIL" if root_fstype(roots) in OVERLAY_ROOTS else "WARN"
+        report.line(
+            status,
+            "this looks like a container and HOST_PROC is not set: diskprobe "
+            "then sees the container's mounts, not the host's. Mount the host's /proc, "
+            "/sys and / read-only (e.g. at /hostfs/proc, /hostfs/sys, /hostfs) and set "
+            "HOST_PROC, HOST_SYS and HOST_MOUNT_PREFIX=/hostfs",
+        )
+    for path in (roots.proc_path("diskstats"), roots.proc_path("1", "mountinfo")):
+        status = "OK" if os.access(path, os.R_OK) else "FAIL"
+        report.line(status, f"{path} {'readable' if status == 'OK' else 'NOT readable'}")
+
+
+def check_io(report: Report, config: AgentConfig, roots: HostRoots, log: Logger) -> None:
+    io = IoCollector(config.io, roots, log)
+    io.collect()
+    devices = sorted({m.tags["device"] for m in io.collect().metrics})
+    listed = " ".join(devices) or "(none)"
+    report.line("OK" if devices else "WARN", f"I/O: {len(devices)} devices after filters: {listed}")
+
+
+def check_filesystems(
+    report: Report, config: AgentConfig, roots: HostRoots, log: Logger, state: StateStore
+) -> None:
+    filesystems = FilesystemsCollector(config.filesystems, roots, log, state)
+    try:
+        metrics = filesystems.collect().metrics
+    finally:
+        filesystems.close()
+    for metric in metrics:
+        if metric.fields.get("responsive") is False:
+            report.line("FAIL", f"mount {metric.tags['path']} does not answer statfs (stuck)")
+    paths = " ".join(m.tags["path"] for m in metrics)
+    report.line("OK" if metrics else "WARN", f"filesystems: {len(metrics)} mounts: {paths}")
+
+
+def check_smart(report: Report, config: AgentConfig) -> None:
+    runner = CommandRunner(config.smart.smartctl_path, config.smart.timeout, config.smart.use_sudo)
+    path = runner.resolved()
+    if path is None:
+        report.line(
+            "FAIL",
+            f"smartctl not found ({config.smart.smartctl_path}): install "
+            "smartmontools, or set [smart] smartctl_path",
+        )
+        return
+    version = smartctl_version(runner)
+    report.line("OK", f"smartctl {path}, version {'.'.join(map(str, version or ())) or '?'}")
+    specs = parse_scan(runner.run(["--scan-open"]).stdout)
+    report.line("INFO", f"SMART drives found by --scan-open: {len(specs)}")
+    for spec in specs:
+        try:
+            read = read_json(spec, runner, config.smart.nocheck)
+        except json_parser.NotSmartctlJson:
+            report.line("WARN", f"{spec}: smartctl gave no JSON (older than 7.0?)")
+            continue
+        if read.permission:
+            report.line("FAIL", f"{spec}: no permission: " + PERMISSION_HELP.format(smartctl=path))
+        elif read.problem:
+            report.line("FAIL", f"{spec}: {read.problem}")
+        else:
+            health = read.health
+            report.line(
+                "OK", f"{spec}: {health.model} {health.serial} power_mode={health.power_mode}"
+            )
+
+
+def check_state(report: Report, config: AgentConfig, log: Logger) -> StateStore:
+    state = StateStore(config.state_file, log, config.state_save_interval)
+    if state.path is None:
+        report.line(
+            "WARN",
+            f"state file: nothing writable ({config.state_file}); forecasts "
+            "and drive baselines will not survive restarts",
+        )
+    else:
+        report.line("OK", f"state file: {state.path}")
+    return state
+
+
+def _guarded(report: Report, what: str, check: Callable[[], object]) -> None:
+    """A check that raises is a failed check, never a traceback."""
+    try:
+        check()
+    except Exception as error:
+        report.line("FAIL", f"{what}: {type(error).__name__}: {error}")
+
+
+def run_doctor(
+    config: AgentConfig, source: str, out: TextIO, log_factory: Callable[[], Logger]
+) -> int:
+    report = Report(out)
+    report.line("INFO", f"diskprobe doctor as uid {os.geteuid()}; config: {source}")
+    roots = HostRoots.from_env(os.environ)
+    log = log_factory()
+    check_roots(report, roots, dict(os.environ))
+    state = check_state(report, config, log)
+    _guarded(report, "I/O collector", lambda: check_io(report, config, roots, log))
+    _guarded(report, "filesystems", lambda: check_filesystems(report, config, roots, log, state))
+    if config.smart.enabled:
+        _guarded(report, "SMART", lambda: check_smart(report, config))
+    report.line("INFO", f"{report.failures} problem(s), {report.warnings} warning(s)")
+    return 1 if report.failures else 0
