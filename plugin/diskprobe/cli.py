@@ -81,7 +81,7 @@ def build_collectors(
     if config.filesystems.enabled:
         collectors.append(FilesystemsCollector(config.filesystems, roots, log, state))
     if config.smart.enabled:
-        collectors.append(SmartCollector(config.smart, log, state, blocking=once))
+        collectors.append(SmartCollector(config.smart, log, state, blocking=once, roots=roots))
     return collectors
 
 

@@ -17,7 +17,8 @@ from typing import Any, Callable
 from diskprobe.collectors.base import Collection
 from diskprobe.config import SmartConfig
 from diskprobe.log import Logger
-from diskprobe.smart import json_parser
+from diskprobe.roots import HostRoots
+from diskprobe.smart import json_parser, nvme_cli
 from diskprobe.smart.devices import DriveSpec, parse_scan
 from diskprobe.smart.metrics import attribute_metrics, has_health_data, smart_metric
 from diskprobe.smart.model import DriveHealth
@@ -48,12 +49,16 @@ class SmartCollector:
         runner: CommandRunner | None = None,
         blocking: bool = False,
         monotonic: Callable[[], float] = time.monotonic,
+        roots: HostRoots | None = None,
+        nvme_runner: CommandRunner | None = None,
     ) -> None:
         self.config = config
         self._log = log
         self._runner = runner or CommandRunner(
             config.smartctl_path, config.timeout, config.use_sudo
         )
+        self._nvme = nvme_runner or CommandRunner(config.nvme_path, config.timeout, config.use_sudo)
+        self._roots = roots or HostRoots()
         self._blocking = blocking  # --once: wait for the reads instead of a later tick
         self._monotonic = monotonic
         self._thresholds = merge_thresholds(config.thresholds)
@@ -82,7 +87,11 @@ class SmartCollector:
         for read in self._finished():
             self._emit(read, collection)
         calls, failures = self._runner.stats.take()
-        collection.agent_fields = {"exec_calls": calls, "exec_failures": failures}
+        nvme_calls, nvme_failures = self._nvme.stats.take()
+        collection.agent_fields = {
+            "exec_calls": calls + nvme_calls,
+            "exec_failures": failures + nvme_failures,
+        }
         collection.items = len(self._specs)
         return collection
 
@@ -122,6 +131,13 @@ class SmartCollector:
         return specs
 
     def _scan(self) -> list[DriveSpec]:
+        if self._runner.resolved() is None and self._nvme.resolved() is not None:
+            self._log.warn_once(
+                "smart-missing",
+                f"smart: {self._runner.program} not found; reading NVMe controllers with "
+                f"{self._nvme.program} only (install smartmontools for SATA and SAS drives)",
+            )
+            return nvme_cli.discover(self._roots)
         if self._runner.resolved() is None:
             self._log.warn_once(
                 "smart-missing",
@@ -139,6 +155,10 @@ class SmartCollector:
 
     def _read(self, spec: DriveSpec) -> DriveRead:
         try:
+            if nvme_cli.is_nvme(spec) and (
+                self.config.nvme_source == "nvme-cli" or self._runner.resolved() is None
+            ):
+                return nvme_cli.read_nvme_cli(spec, self._nvme, self._roots)
             if self._json is not False:
                 try:
                     return read_json(spec, self._runner, self.config.nocheck)
