@@ -13,6 +13,7 @@ class FieldSpec:
     type: str  # float | int | bool | str
     unit: str
     description: str
+    kind: str = "gauge"  # "counter": cumulative, only ever grows (until a reset)
 
 
 @dataclass(frozen=True)
@@ -33,4 +34,6 @@ class MeasurementSpec:
 
 
 def field_spec(name: str, type_: str, unit: str, description: str) -> FieldSpec:
-    return FieldSpec(name, type_, unit, description)
+    # Raw cumulative counters say so in their description, which the README shows too.
+    kind = "counter" if "(counters = true)" in description else "gauge"
+    return FieldSpec(name, type_, unit, description, kind)

@@ -13,8 +13,11 @@ class Serializer(Protocol):
     def serialize(self, metrics: Iterable[Metric]) -> str: ...
 
 
-def make_serializer(name: str, env: Mapping[str, str], interval: float) -> Serializer:
-    """The serializer for a format; `env` and `interval` serve collectd's identifiers."""
+def make_serializer(
+    name: str, env: Mapping[str, str], interval: float, slowest_interval: float = 0.0
+) -> Serializer:
+    """The serializer for a format; `env` and `interval` serve collectd's identifiers,
+    `slowest_interval` (the SMART cadence) how long Prometheus keeps a series between reads."""
     if name == "influx":
         from diskprobe.serializers.influx import InfluxSerializer
 
@@ -26,5 +29,7 @@ def make_serializer(name: str, env: Mapping[str, str], interval: float) -> Seria
     if name == "prometheus":
         from diskprobe.serializers.prometheus import PrometheusSerializer
 
-        return PrometheusSerializer()
+        from diskprobe.serializers.prometheus import STALE_AFTER
+
+        return PrometheusSerializer(stale_after=max(STALE_AFTER, 3 * slowest_interval))
     raise ValueError(f"unknown format {name!r}; known: {', '.join(FORMATS)}")
