@@ -172,11 +172,12 @@ class SmartCollector:
 
     # -- results (main thread) ------------------------------------------------------------------
 
-    def _warn_permission(self) -> None:
+    def _warn_permission(self, runner: CommandRunner | None = None) -> None:
+        runner = runner or self._runner  # the nvme runner for an nvme-cli read
         self._log.warn_once(
-            "smart-permission",
+            f"smart-permission:{runner.program}",
             "smart: no permission to read SMART data: "
-            + PERMISSION_HELP.format(smartctl=self._runner.resolved() or self._runner.program),
+            + PERMISSION_HELP.format(smartctl=runner.resolved() or runner.program),
         )
 
     def _emit(self, read: DriveRead, collection: Collection) -> None:
@@ -184,7 +185,8 @@ class SmartCollector:
         if read.problem:
             collection.errors += 1
             if read.permission:
-                self._warn_permission()
+                nvme = read.health.source == nvme_cli.SOURCE
+                self._warn_permission(self._nvme if nvme else self._runner)
             else:
                 self._log.warn_once(f"smart-problem:{read.spec}:{read.problem}",
                                     f"smart: {read.spec}: {read.problem}")  # fmt: skip
