@@ -28,7 +28,8 @@ SMART = MeasurementSpec(
             "exit_status",
             "int",
             "bitmask",
-            "smartctl's exit status (bits 0-1 command failures, 2+ disk conditions; smartctl(8)).",
+            "smartctl's exit status (bits 0-1 command failures, 2+ disk conditions; smartctl(8)); "
+            "for nvme-cli reads 0, and -1 wherever a read did not run or timed out.",
         ),
         _f("health_ok", "bool", "", "smartctl's overall self-assessment: true for PASSED."),
         _f(

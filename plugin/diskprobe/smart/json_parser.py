@@ -34,6 +34,7 @@ ATA_COUNTERS = {
 # (Micron, Innodisk, Virtium).
 LIFE_LEFT_IDS = (231, 233, 177, 202, 169, 173)
 NVME_DATA_UNIT_BYTES = 512_000  # "data units" are thousands of 512-byte blocks
+NVME_DATA_UNITS = {"data_units_read": "data_read_bytes", "data_units_written": "data_written_bytes"}
 NVME_COUNTERS = {
     "critical_warning": "critical_warning",
     "available_spare": "available_spare_percent",
@@ -187,8 +188,7 @@ def _nvme(data: dict[str, Any], health: DriveHealth) -> None:
         value = _int(log.get(key))
         if value is not None:
             health.counters[name] = value
-    for key, name in (("data_units_read", "data_read_bytes"),
-                      ("data_units_written", "data_written_bytes")):  # fmt: skip
+    for key, name in NVME_DATA_UNITS.items():
         units = _int(log.get(key))
         if units is not None:
             health.counters[name] = units * NVME_DATA_UNIT_BYTES

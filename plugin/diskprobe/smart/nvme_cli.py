@@ -25,7 +25,7 @@ from typing import Any
 
 from diskprobe.roots import HostRoots
 from diskprobe.smart.devices import DriveSpec
-from diskprobe.smart.json_parser import NVME_COUNTERS, NVME_DATA_UNIT_BYTES
+from diskprobe.smart.json_parser import NVME_COUNTERS, NVME_DATA_UNIT_BYTES, NVME_DATA_UNITS
 from diskprobe.smart.model import DriveHealth
 from diskprobe.smart.rawvalues import parse_raw
 from diskprobe.smart.reader import DriveRead, failure, problem_from_text
@@ -42,7 +42,7 @@ CLI_KEYS = {
     "host_reads": "host_read_commands",
     "host_writes": "host_write_commands",
 }
-DATA_UNITS = {"data_units_read": "data_read_bytes", "data_units_written": "data_written_bytes"}
+DATA_UNITS = NVME_DATA_UNITS
 # critical_warning object members, by bit (NVMe base spec, SMART / Health log byte 0).
 WARNING_BITS = ("available_spare", "temp_threshold", "reliability_degraded", "ro",
                 "vmbu_failed", "pmr_ro")  # fmt: skip
@@ -253,18 +253,10 @@ def _outcome(spec: DriveSpec, result: ExecResult, timeout: float) -> DriveRead:
     if failed is not None:
         return replace(failed, health=empty)
     if result.exit_status != 0:
-        return _failed(spec, empty, result)
+        return problem_from_text(spec, empty, result)
     try:
         return DriveRead(spec, parse_smart_log(result.stdout, spec.tag))
     except NotSmartLog as error:
         if result.stderr.strip():  # what nvme said is the better reason
-            return _failed(spec, empty, result)
+            return problem_from_text(spec, empty, result)
         return DriveRead(spec, empty, f"nvme smart-log gave no smart log: {error}")
-
-
-def _failed(spec: DriveSpec, health: DriveHealth, result: ExecResult) -> DriveRead:
-    """Classified like the other paths, but the reason is nvme's first stderr line
-    ("/dev/nvme0: Permission denied"), not the last line of the usage text it prints after."""
-    read = problem_from_text(spec, health, result)
-    first = next((line.strip() for line in result.stderr.splitlines() if line.strip()), "")
-    return replace(read, problem=first) if first else read

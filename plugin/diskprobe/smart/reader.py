@@ -88,5 +88,11 @@ def _problem(spec: DriveSpec, health: DriveHealth, result: ExecResult, text: str
 
 def problem_from_text(spec: DriveSpec, health: DriveHealth, result: ExecResult) -> DriveRead:
     """For the text and nvme-cli paths: classify a failed call the same way."""
-    lines = [line for line in (result.stderr + "\n" + result.stdout).splitlines() if line.strip()]
-    return _problem(spec, health, result, lines[-1] if lines else "command failed")
+    errors = [line.strip() for line in result.stderr.splitlines() if line.strip()]
+    output = [line.strip() for line in result.stdout.splitlines() if line.strip()]
+    # The telling line: a permission or no-device message; else the first thing on stderr
+    # (usage text often follows it); else the last line of output.
+    telling = next((line for line in errors + output if _PERMISSION.search(line)
+                    or _NO_DEVICE.search(line)), None)  # fmt: skip
+    text = telling or (errors[0] if errors else output[-1] if output else "command failed")
+    return _problem(spec, health, result, text)
