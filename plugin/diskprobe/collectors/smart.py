@@ -31,8 +31,9 @@ from diskprobe.state import StateStore
 PERMISSION_HELP = (
     "run diskprobe as root, or set [smart] use_sudo = true with the sudoers line "
     "'telegraf ALL=(root) NOPASSWD: {smartctl}' (telegraf/sudoers.d/diskprobe), or give a "
-    "dedicated smartctl copy the capabilities: setcap cap_sys_rawio,cap_sys_admin+ep {smartctl}; "
-    "in a container: --device /dev/sdX --cap-add SYS_RAWIO --cap-add SYS_ADMIN"
+    "dedicated smartctl copy the capabilities: setcap "
+    "cap_sys_rawio,cap_sys_admin,cap_dac_read_search+ep {smartctl}; in a container: "
+    "--device /dev/sdX --cap-add SYS_RAWIO --cap-add SYS_ADMIN"
 )
 
 
