@@ -23,6 +23,7 @@ from diskprobe.roots import HostRoots
 from diskprobe.runtime import STOP, Runtime, watch_stdin
 from diskprobe.sample_config import render_sample_config
 from diskprobe.serializers import FORMATS, make_serializer
+from diskprobe.serializers.collectd import collectd_interval
 from diskprobe.state import StateStore
 
 ONCE_DEFAULT_INTERVAL = 1.0
@@ -62,6 +63,8 @@ def _load(args: argparse.Namespace) -> AgentConfig:
             raise ConfigError("--interval must be longer than zero")
     elif args.once:
         interval = ONCE_DEFAULT_INTERVAL
+    elif (args.format or config.format) == "collectd" and config.interval == AgentConfig.interval:
+        interval = collectd_interval(os.environ)  # collectd's Interval replaces the 10s default
     return with_overrides(
         config,
         interval=interval,
@@ -107,8 +110,9 @@ def _output(config: AgentConfig) -> Output:
 
 
 def stdin_is_a_channel() -> bool:
-    """Telegraf's execd gives a pipe whose EOF means "stop"; /dev/null (collectd exec,
-    systemd) or a closed stdin means nothing, and is not watched."""
+    """Telegraf's execd gives a pipe whose EOF means "stop"; /dev/null (systemd) or a closed
+    stdin means nothing, and is not watched. collectd's exec gives a pipe already at EOF:
+    run() does not watch it under --format collectd (collectd stops its children by SIGTERM)."""
     try:
         mode = os.fstat(sys.stdin.fileno()).st_mode
     except (OSError, ValueError, AttributeError):
@@ -121,7 +125,12 @@ def run(config: AgentConfig, once: bool, log: Logger) -> int:
     state = StateStore(config.state_file, log, config.state_save_interval)
     runtime = Runtime(
         build_collectors(config, roots, log, state, once),
-        make_serializer(config.format, env=os.environ, interval=config.interval),
+        make_serializer(
+            config.format,
+            env=os.environ,
+            interval=config.interval,
+            slowest_interval=config.smart.interval if config.smart.enabled else 0.0,
+        ),
         _output(config),
         log,
         config.interval,
@@ -134,7 +143,7 @@ def run(config: AgentConfig, once: bool, log: Logger) -> int:
             runtime.emit(runtime.gather())
             return 0
         _install_signal_handlers(runtime)
-        if stdin_is_a_channel():
+        if config.format != "collectd" and stdin_is_a_channel():
             watch_stdin(sys.stdin, runtime.events)
         log.info(
             f"diskprobe {__version__} started: trigger={config.trigger} "

@@ -73,6 +73,7 @@ class FilesystemsCollector:
         for target in targets:
             result = results[target.stat_path]
             if isinstance(result, OSError):
+                self._stuck.discard(target.path)  # it answered, if only with an error
                 collection.errors += 1
                 self._note_failure(target, result)
                 if result.errno not in UNRESPONSIVE_ERRNOS:

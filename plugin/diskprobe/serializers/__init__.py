@@ -27,9 +27,7 @@ def make_serializer(
 
         return CollectdSerializer.from_env(env, interval)
     if name == "prometheus":
-        from diskprobe.serializers.prometheus import PrometheusSerializer
-
-        from diskprobe.serializers.prometheus import STALE_AFTER
+        from diskprobe.serializers.prometheus import STALE_AFTER, PrometheusSerializer
 
         return PrometheusSerializer(stale_after=max(STALE_AFTER, 3 * slowest_interval))
     raise ValueError(f"unknown format {name!r}; known: {', '.join(FORMATS)}")

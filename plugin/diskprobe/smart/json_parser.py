@@ -14,7 +14,7 @@ import re
 from typing import Any
 
 from diskprobe.smart.model import Attribute, DriveHealth
-from diskprobe.smart.rawvalues import parse_raw, unpack_vendor_raw
+from diskprobe.smart.rawvalues import attribute_raw, parse_raw
 
 ATA_COUNTERS = {
     5: "reallocated_sectors",
@@ -109,7 +109,9 @@ def parse(data: dict[str, Any], tag: str) -> DriveHealth:
     health.protocol = {"ata": "ata", "nvme": "nvme", "scsi": "scsi"}.get(protocol, protocol)
     health.model = str(data.get("model_name") or data.get("scsi_model_name") or "").strip()
     health.serial = str(data.get("serial_number") or "").strip()
-    health.firmware = str(data.get("firmware_version") or data.get("revision") or "").strip()
+    health.firmware = str(
+        data.get("firmware_version") or data.get("revision") or data.get("scsi_revision") or ""
+    ).strip()
     passed = _dig(data, "smart_status", "passed")
     health.health_ok = passed if isinstance(passed, bool) else None
     health.temperature_c = _int(_dig(data, "temperature", "current"))
@@ -161,11 +163,7 @@ def _attribute(row: Any, model: str) -> Attribute | None:
     if attribute_id is None:
         return None
     raw_string = str(_dig(row, "raw", "string") or _dig(row, "raw", "value") or "").strip()
-    raw = parse_raw(raw_string)
-    if raw is None:
-        raw = _int(_dig(row, "raw", "value"))
-    if raw is not None:
-        raw = unpack_vendor_raw(attribute_id, model, raw)
+    raw = attribute_raw(attribute_id, model, raw_string, _int(_dig(row, "raw", "value")))
     when_failed = str(_dig(row, "when_failed") or "")
     return Attribute(
         id=attribute_id,
@@ -237,7 +235,9 @@ def media_from_attributes(health: DriveHealth) -> str:
     if any(name in HDD_ATTRIBUTE_NAMES for name in names):
         return "hdd"
     lowered = " ".join(names).lower() + " " + health.model.lower()
-    return "ssd" if any(fragment in lowered for fragment in SSD_NAME_FRAGMENTS) else "hdd"
+    if any(fragment in lowered for fragment in SSD_NAME_FRAGMENTS):
+        return "ssd"
+    return "hdd" if names else ""  # no attributes, no rotation rate: no evidence either way
 
 
 def life_left_percent(health: DriveHealth) -> int | None:

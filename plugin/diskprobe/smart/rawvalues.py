@@ -1,12 +1,14 @@
 """Raw values as smartctl prints them, reduced to the integer that means something.
 
-"38 (Min/Max 20/45)"  -> 38        temperature with extremes
-"0 0 0"               -> 0         Command_Timeout on some drives: first number
-"0x000000000001"      -> 1         hex
-"2765/13191816"       -> 2765      Seagate 1/7 ("errors/operations"): the count first
-"1,234,567"           -> 1234567   NVMe text with thousands separators
-"146,935,678 [75.2 TB]" -> 146935678
-"1612952 min"         -> 1612952
+  "38 (Min/Max 20/45)"  -> 38        temperature with extremes: smartctl formatted it
+  "0x000000000001"      -> 1         hex
+  "2765/13191816"       -> 2765      Seagate 1/7 already split by smartctl (errors/operations)
+  "1,234,567"           -> 1234567   NVMe text with thousands separators
+  "146,935,678 [75.2 TB]" -> 146935678
+  "1612952 min"         -> 1612952
+  "0 0 5"               -> 5         smartctl's raw16 format prints the 48-bit value's three
+                                     16-bit words high to low; Command_Timeout's count is the
+                                     low word (the first number alone would say 0)
 """
 
 from __future__ import annotations
@@ -14,12 +16,12 @@ from __future__ import annotations
 import re
 
 _LEADING_NUMBER = re.compile(r"\s*(0x[0-9a-fA-F]+|[0-9][0-9,.]*)")
-
-# Seagate packs several counters into the 48-bit raw value of these attributes; the
-# documented meaning lives in the low bits (smartmontools drivedb, Seagate's field notes):
-#   1 Raw_Read_Error_Rate, 7 Seek_Error_Rate: low 32 bits are the error count,
-#   188 Command_Timeout: low 16 bits are the timeouts (e.g. 51540393996 = 12 | 12<<16 | 12<<32).
-PACKED_LOW_BITS = {1: 32, 7: 32, 188: 16}
+_RAW16 = re.compile(r"\s*(\d+) (\d+) (\d+)\s*$")
+COMMAND_TIMEOUT = 188
+# Seagate packs two counters into the 48-bit raw value of 1 Raw_Read_Error_Rate and
+# 7 Seek_Error_Rate: the high 16 bits count errors, the low 32 bits count operations
+# (smartmontools' drivedb prints them "-v 1,raw24/raw32" as errors/operations).
+SEAGATE_ERROR_RATE_IDS = (1, 7)
 
 
 def parse_raw(text: str) -> int | None:
@@ -34,14 +36,34 @@ def parse_raw(text: str) -> int | None:
     return int(digits) if digits else None
 
 
-def unpack_vendor_raw(attribute_id: int, model: str, raw: int) -> int:
-    """Seagate's packed attributes reduced to their documented low bits; others unchanged."""
-    bits = PACKED_LOW_BITS.get(attribute_id)
-    if bits is None or not _is_seagate(model):
-        return raw
-    return raw & ((1 << bits) - 1)
+def attribute_raw(
+    attribute_id: int, model: str, raw_string: str, raw_value: int | None = None
+) -> int | None:
+    """An ATA attribute's meaningful raw number, from smartctl's string (and JSON value)."""
+    text = raw_string.strip()
+    triple = _RAW16.match(text)
+    if triple and all(int(word) <= 0xFFFF for word in triple.groups()):
+        high, middle, low = (int(word) for word in triple.groups())
+        return unpack_vendor_raw(attribute_id, model, high << 32 | middle << 16 | low, True)
+    if text.isdigit() or (not text and raw_value is not None):
+        return unpack_vendor_raw(attribute_id, model, int(text) if text else raw_value or 0)
+    parsed = parse_raw(text)  # smartctl formatted it: the leading number is the value
+    return parsed if parsed is not None else raw_value
 
 
-def _is_seagate(model: str) -> bool:
+def unpack_vendor_raw(attribute_id: int, model: str, raw: int, raw16: bool = False) -> int:
+    """The documented counter inside a packed 48-bit raw value; others unchanged.
+
+    188 Command_Timeout: the low 16 bits (Seagate always packs it; others when smartctl
+    shows it in raw16 words). Seagate 1 and 7: the error count, the high 16 bits.
+    """
+    if attribute_id == COMMAND_TIMEOUT and (raw16 or is_seagate(model)):
+        return raw & 0xFFFF
+    if attribute_id in SEAGATE_ERROR_RATE_IDS and is_seagate(model):
+        return raw >> 32
+    return raw
+
+
+def is_seagate(model: str) -> bool:
     upper = model.upper().lstrip()
     return upper.startswith(("ST", "SEAGATE")) and not upper.startswith("STEC")

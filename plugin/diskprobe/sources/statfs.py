@@ -18,6 +18,7 @@ import errno
 import itertools
 import json
 import os
+import select
 import subprocess
 import sys
 import threading
@@ -26,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import IO, Callable, Protocol, Sequence, Union
 
 StatResult = Union[os.statvfs_result, OSError]
+WORKER_START_TIMEOUT = 10.0
 
 
 @dataclass
@@ -85,6 +87,10 @@ class WorkerStatfs:
             start_new_session=True,  # keeps Telegraf's signals to our group away from it
         )
         assert process.stdout is not None
+        # Wait (bounded) for the helper to be up, so its start-up never eats into the first
+        # probe's timeout and marks healthy mounts unresponsive.
+        if select.select([process.stdout], [], [], WORKER_START_TIMEOUT)[0]:
+            process.stdout.readline()
         reader = threading.Thread(
             target=self._read, args=(process.stdout,), name="statfs-worker-reader", daemon=True
         )

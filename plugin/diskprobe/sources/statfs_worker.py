@@ -12,6 +12,8 @@ import os
 import sys
 import threading
 
+READY = b'{"ready": true}\n'
+
 
 def _answer(call_id: int, path: str, lock: threading.Lock) -> None:
     try:
@@ -29,6 +31,8 @@ def _answer(call_id: int, path: str, lock: threading.Lock) -> None:
 
 def main() -> None:
     lock = threading.Lock()
+    sys.stdout.buffer.write(READY)  # started and imported: the caller's timeouts start now
+    sys.stdout.buffer.flush()
     for line in sys.stdin.buffer:
         try:
             request = json.loads(line)

@@ -1,0 +1,755 @@
+"""diskprobe_fs against a really hung mount: a FUSE filesystem whose statfs never answers.
+
+tests/fuse_hang.py (a separate process) mounts a FUSE filesystem whose statfs blocks while a flag
+file exists; getattr and readdir of its root keep answering. Its call log records the process
+(thread group) behind each statfs request. The tests check what the hang-proof statfs promises:
+the mount is reported with only responsive=false once its call timed out, one W! line when it
+goes stuck and one I! line when it answers again, at most one outstanding call per mount, every
+other mount and the diskprobe_io points still in the same batch, the loop keeps its interval, and
+diskprobe exits promptly at the end of its input even while a statfs of its is stuck. A mount
+whose daemon died (every call fails with ENOTCONN) is still reported, as responsive=false.
+
+How diskprobe does it: the statvfs calls run in a helper process, `python -m
+diskprobe.sources.statfs_worker` (one thread per call; its own session; stdin and stdout are pipes
+to diskprobe only, stderr /dev/null). So the statfs requests in the daemon's log come from that
+worker's pid, never from diskprobe's (or, in process, from pytest's). At exit diskprobe closes the
+worker's stdin and does not wait for it: the worker ends at once if nothing of it is stuck, else
+it stays behind (see below) until the mount answers or its connection is aborted, holding none of
+diskprobe's (Telegraf's) pipes.
+
+What a statfs caught in a wedged FUSE daemon does, checked on the development VM (Linux 6.18):
+* while the request is unanswered, the calling thread sleeps in the kernel's
+  request_wait_answer(), interruptibly at first (state S, not D);
+* a fatal signal, and so the exit of its process (exit_group kills every thread), sends the
+  daemon an INTERRUPT; the daemon ignores it, the request has already been read, so the kernel
+  waits for the answer uninterruptibly (state D). The process's main thread is a zombie, the
+  process as a whole does not end, its parent's waitpid() does not return and the pipes it holds
+  (stdout!) stay open. More SIGKILLs change nothing, nor does SIGTERM to the FUSE daemon (libfuse
+  then waits for its busy worker thread). This is why the calls run in a separate process: the
+  worker is the one left in that state, not diskprobe;
+* what frees it: the daemon's answer, the daemon's death (its /dev/fuse closed: the kernel aborts
+  the connection), or aborting the connection by hand: `echo 1 > /sys/fs/fuse/connections/N/abort`
+  (fusectl mounted there), N being the minor of the mount's 0:N device in mountinfo. stat() of
+  the mount point would itself be a FUSE request, so N comes from /proc/self/mountinfo. The call
+  then fails with ENOTCONN, as does every later one until the mount is gone.
+
+So every test tears down through the fixtures' finalizers: flag removed, connection aborted, the
+collector closed or diskprobe stopped, each statfs worker gone (a worker left stuck behind by a
+diskprobe that exited is freed by the abort), `umount -l`, helper stopped, and no process that
+called statfs on the mount still blocked in it.
+
+The hung mount is visible to the whole mount namespace while a test runs: a df or another
+diskprobe started meanwhile on this machine would hang on it (until the finalizer frees it). On a
+shared machine, run this file in a private namespace:
+`unshare --mount --pid --fork --mount-proc pytest tests/test_fs_hung_mount.py`.
+
+Needs root, /dev/fuse, the `mfusepy` package (pip, in the test extra) and libfuse3 (Debian
+`libfuse3-3`; mfusepy also accepts `libfuse2`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import re
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Callable
+
+import pytest
+
+from diskprobe.collectors.base import Collection
+from diskprobe.collectors.filesystems import FilesystemsCollector
+from diskprobe.config import PSEUDO_FILESYSTEMS, FilesystemsConfig
+from diskprobe.log import Logger
+from diskprobe.metric import Metric
+from diskprobe.roots import HostRoots
+from diskprobe.sources.statfs import StatfsProber, WorkerStatfs
+from diskprobe.state import StateStore
+
+from lineproto import Point, parse_lines
+
+pytestmark = [pytest.mark.root, pytest.mark.slow]
+
+HELPER = Path(__file__).with_name("fuse_hang.py")
+DISKPROBE = Path(sys.executable).parent / "diskprobe"
+WORKER_MODULE = "diskprobe.sources.statfs_worker"
+RUN_TOKEN_ENV = "DISKPROBE_HUNG_MOUNT_TEST"  # marks the diskprobe processes a test started
+FSTYPE = "fuse.hang"  # the helper's subtype; "fuse" is not in the default ignore list either
+IGNORE_FS = [fstype for fstype in PSEUDO_FILESYSTEMS if fstype not in ("fuse", FSTYPE)]
+FUSECTL = Path("/sys/fs/fuse/connections")
+SIZE_FIELDS = ("total_bytes", "used_bytes", "free_bytes", "avail_bytes")
+ENOTCONN_TEXT = os.strerror(107)  # "Transport endpoint is not connected"
+
+MOUNT_TIMEOUT_SEC = 10.0
+HELPER_EXIT_TIMEOUT_SEC = 5.0
+UNBLOCK_TIMEOUT_SEC = 5.0  # a released or aborted request returns to its caller
+WORKER_EXIT_TIMEOUT_SEC = 5.0  # a closed worker with nothing stuck ends
+
+# In process (a, d, e)
+STAT_TIMEOUT_SEC = 1.0
+FIRST_COLLECT_SLACK_SEC = 0.5  # the first collect waits the timeout once, plus this at most
+QUICK_COLLECT_SEC = 0.5  # a collect that does not wait for the stuck mount again
+STUCK_COLLECTS = 3  # collects while the mount is stuck: one statfs request for all of them
+CLOSE_SEC = 0.2  # FilesystemsCollector.close() does not wait for the worker
+
+# Out of process (b, c)
+LOOP_STAT_TIMEOUT = "500ms"
+LOOP_TIMEOUT_MS = 500.0
+FIRST_BATCH_SLACK_MS = 500.0  # the first batch (no prime for filesystems) waits the timeout once
+START_TIMEOUT_SEC = 15.0  # interpreter start-up, prime() and the first batch, on a slow runner
+RUN_SEC = 5.0  # batches watched after the first one
+CADENCE_SEC = 1.0
+CADENCE_TOLERANCE_SEC = 0.25
+BATCH_FS_DURATION_MS = 250.0  # a later batch never waits the timeout for the stuck mount
+EXIT_TIMEOUT_SEC = 2.0  # diskprobe exits this soon after EOF on stdin, stuck statfs or not
+
+
+def _under_ci() -> bool:
+    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
+
+
+def _require_fuse() -> None:
+    reason = ""
+    if os.geteuid() != 0:
+        reason = "needs root: mounts a FUSE filesystem and aborts its connection"
+    elif not Path("/dev/fuse").exists():
+        reason = "/dev/fuse is missing (no FUSE in this kernel or container)"
+    if reason:
+        if _under_ci():
+            pytest.fail(f"{reason} (CI is set: the runner must provide it)", pytrace=False)
+        pytest.skip(reason)
+
+
+def _wait_until(done: Callable[[], bool], timeout: float) -> bool:
+    """Polls `done` until it holds (True) or `timeout` passes (False)."""
+    deadline = time.monotonic() + timeout
+    while not done():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.02)
+    return True
+
+
+# -- processes, from /proc ------------------------------------------------------------------------
+
+
+def _stat_fields(pid: int) -> list[str] | None:
+    """/proc/PID/stat from the state on (field 3 first), or None if the process is gone."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+
+
+def _task_states(pid: int) -> dict[str, str]:
+    """Thread id -> "state wchan" for each thread of `pid` (e.g. "D request_wait_answer")."""
+    states: dict[str, str] = {}
+    with contextlib.suppress(OSError):
+        for task in sorted(Path(f"/proc/{pid}/task").iterdir()):
+            with contextlib.suppress(OSError, IndexError):
+                state = (task / "stat").read_text().rsplit(")", 1)[1].split()[0]
+                states[task.name] = f"{state} {(task / 'wchan').read_text().strip()}"
+    return states
+
+
+def _blocked_in_fuse(pid: int) -> dict[str, str]:
+    """The threads of `pid` that wait in the kernel: in a FUSE request, or in state D."""
+    return {
+        tid: state
+        for tid, state in _task_states(pid).items()
+        if state.startswith("D") or state.endswith("request_wait_answer")
+    }
+
+
+def _cmdline(pid: int) -> str:
+    with contextlib.suppress(OSError):
+        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+        return raw.replace(b"\0", b" ").decode(errors="replace")
+    return ""
+
+
+def _fd_targets(pid: int) -> set[str]:
+    """What the open file descriptors of `pid` point to ("pipe:[1234]", paths, ...)."""
+    targets: set[str] = set()
+    with contextlib.suppress(OSError):
+        for fd in Path(f"/proc/{pid}/fd").iterdir():
+            with contextlib.suppress(OSError):
+                targets.add(os.readlink(fd))
+    return targets
+
+
+@dataclass(frozen=True)
+class Proc:
+    """A process seen alive once, by pid and start time (which tells a reused pid apart)."""
+
+    pid: int
+    started: str
+
+    @classmethod
+    def of(cls, pid: int) -> Proc | None:
+        fields = _stat_fields(pid)
+        return None if fields is None else cls(pid, fields[19])
+
+    def finished(self) -> bool:
+        """Gone, or a zombie of which no thread is left (one stuck in FUSE keeps it alive)."""
+        fields = _stat_fields(self.pid)
+        if fields is None or fields[19] != self.started:
+            return True
+        return all(state.split()[0] in ("Z", "X") for state in _task_states(self.pid).values())
+
+    def reap(self) -> None:
+        """Collects it if it is a finished child of this process (PID 1 of a private namespace
+        inherits the workers that diskprobe leaves behind)."""
+        fields = _stat_fields(self.pid)
+        if fields is not None and fields[19] == self.started and int(fields[1]) == os.getpid():
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(self.pid, os.WNOHANG)
+
+
+# -- mountinfo, read without touching the mount ---------------------------------------------------
+
+
+def _unescape(text: str) -> str:
+    return re.sub(r"\\([0-7]{3})", lambda match: chr(int(match.group(1), 8)), text)
+
+
+def _fuse_minors(mountpoint: str, mountinfo: str = "/proc/self/mountinfo") -> list[int]:
+    """Device minors (= fusectl connection numbers) of the FUSE mounts at `mountpoint`."""
+    minors: list[int] = []
+    with open(mountinfo, encoding="utf-8", errors="replace") as handle:
+        for line in handle:
+            head, _, tail = line.partition(" - ")
+            fields, described = head.split(), tail.split()
+            if len(fields) < 5 or not described:
+                continue
+            fuse = described[0] == "fuse" or described[0].startswith("fuse.")
+            if fuse and _unescape(fields[4]) == mountpoint:
+                minors.append(int(fields[2].split(":")[1]))
+    return minors
+
+
+def _fusectl_mounted() -> bool:
+    with open("/proc/self/mountinfo", encoding="utf-8", errors="replace") as handle:
+        return any(" - fusectl " in line for line in handle)
+
+
+# -- the hung mount ----------------------------------------------------------------------------
+
+
+@dataclass
+class HungMount:
+    path: str
+    flag: Path
+    calls: Path
+    process: subprocess.Popen[bytes]
+    log: Path
+    mounted_fusectl: bool = False
+
+    def release(self) -> None:
+        """statfs answers again (the daemon polls the flag every 50 ms)."""
+        self.flag.unlink(missing_ok=True)
+
+    def callers(self) -> list[int]:
+        """The process behind each statfs request the daemon received, in order."""
+        return [int(pid) for pid in self.calls.read_text(encoding="ascii").split()]
+
+    def calls_from(self, pid: int) -> int:
+        """statfs requests the daemon received from process `pid`."""
+        return self.callers().count(pid)
+
+    def wait_mounted(self) -> None:
+        deadline = time.monotonic() + MOUNT_TIMEOUT_SEC
+        while not _fuse_minors(self.path):
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                pytest.fail(
+                    f"{HELPER.name} did not mount {self.path} (exit {self.process.poll()}): "
+                    + self.log.read_text(errors="replace").strip(),
+                    pytrace=False,
+                )
+            time.sleep(0.05)
+        # diskprobe reads PID 1's mount table (its own if that one is unreadable): the mount
+        # must be in PID 1's mount namespace too.
+        with contextlib.suppress(OSError):
+            assert _fuse_minors(self.path, "/proc/1/mountinfo"), "PID 1 does not see the mount"
+
+    def kill_daemon(self) -> None:
+        """The daemon dies: the kernel aborts the connection, the mount stays (ENOTCONN)."""
+        self.process.kill()
+        self.process.wait(HELPER_EXIT_TIMEOUT_SEC)
+
+    def abort(self) -> None:
+        """Abort the FUSE connection: every request on it fails with ENOTCONN, now and later."""
+        for minor in _fuse_minors(self.path):
+            if not (FUSECTL / str(minor)).exists() and not _fusectl_mounted():
+                subprocess.run(["mount", "-t", "fusectl", "none", str(FUSECTL)], check=True)
+                self.mounted_fusectl = True
+            with contextlib.suppress(FileNotFoundError):
+                (FUSECTL / str(minor) / "abort").write_text("1\n")
+
+    def close(self) -> None:
+        self.release()
+        try:
+            self.abort()
+        finally:
+            if _fuse_minors(self.path):
+                subprocess.run(["umount", "-l", self.path], check=False)
+            self.process.terminate()
+            try:
+                self.process.wait(HELPER_EXIT_TIMEOUT_SEC)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(HELPER_EXIT_TIMEOUT_SEC)
+            if self.mounted_fusectl:
+                subprocess.run(["umount", str(FUSECTL)], check=False)
+        # No process that called statfs on the mount (the workers) still waits in the kernel.
+        callers = set(self.callers())
+        _wait_until(lambda: not any(_blocked_in_fuse(pid) for pid in callers), UNBLOCK_TIMEOUT_SEC)
+        blocked = {pid: _blocked_in_fuse(pid) for pid in callers if _blocked_in_fuse(pid)}
+        assert not blocked, f"statfs callers still blocked: {blocked}"
+        assert not _blocked_in_fuse(os.getpid()), _task_states(os.getpid())
+        assert not _fuse_minors(self.path), f"{self.path} is still mounted"
+
+
+@pytest.fixture
+def hung_mount(tmp_path: Path) -> Iterator[HungMount]:
+    """A FUSE mount whose statfs hangs from the start (until `release()`)."""
+    _require_fuse()
+    mountpoint = tmp_path / "hung"
+    mountpoint.mkdir()
+    flag, calls, log = tmp_path / "statfs-hangs", tmp_path / "statfs-calls", tmp_path / "fuse.log"
+    flag.touch()
+    calls.touch()
+    with open(log, "wb") as log_file:
+        process = subprocess.Popen(
+            [
+                sys.executable,
+                str(HELPER),
+                str(mountpoint),
+                "--hang-while",
+                str(flag),
+                "--calls",
+                str(calls),
+            ],
+            stdin=subprocess.DEVNULL,
+            stdout=log_file,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # Ctrl-C in the terminal goes to pytest only
+        )
+    mount = HungMount(str(mountpoint), flag, calls, process, log)
+    try:
+        mount.wait_mounted()
+        yield mount
+    finally:
+        mount.close()
+
+
+# -- (a, d, e) the collector in this process, its statfs calls in a worker process -------------
+
+
+@dataclass
+class InProcess:
+    collector: FilesystemsCollector
+    prober: StatfsProber
+    backend: WorkerStatfs
+    stream: io.StringIO
+    workers: list[subprocess.Popen[bytes]] = field(default_factory=list)  # seen, for teardown
+
+    def collect(self) -> tuple[Collection, dict[str, Metric], float]:
+        started = time.monotonic()
+        collection = self.collector.collect()
+        took = time.monotonic() - started
+        return collection, {m.tags["path"]: m for m in collection.metrics}, took
+
+    def worker(self) -> subprocess.Popen[bytes]:
+        process = self.backend._process
+        assert process is not None, "no statfs worker running"
+        assert WORKER_MODULE in _cmdline(process.pid), _cmdline(process.pid)
+        if process not in self.workers:
+            self.workers.append(process)
+        return process
+
+    def lines(self, prefix: str, path: str) -> list[str]:
+        lines = self.stream.getvalue().splitlines()
+        return [line for line in lines if line.startswith(prefix) and path in line]
+
+    def wait_returned(self) -> None:
+        """The outstanding (stuck) calls have returned to the prober, whatever their result."""
+        assert _wait_until(lambda: not self.prober.stuck(), UNBLOCK_TIMEOUT_SEC), (
+            f"statfs still outstanding: {self.prober.stuck()}"
+        )
+
+
+@pytest.fixture
+def in_process(hung_mount: HungMount, tmp_path: Path) -> Iterator[InProcess]:
+    """A FilesystemsCollector (stat_timeout 1s) with the default backend, the worker process."""
+    stream = io.StringIO()
+    log = Logger(stream)
+    state = StateStore(str(tmp_path / "state.json"), log)
+    config = FilesystemsConfig(ignore_fs=IGNORE_FS, stat_timeout=STAT_TIMEOUT_SEC)
+    backend = WorkerStatfs()
+    prober = StatfsProber(STAT_TIMEOUT_SEC, backend)
+    collector = FilesystemsCollector(config, HostRoots(), log, state, prober=prober)
+    setup = InProcess(collector, prober, backend, stream)
+    try:
+        yield setup
+    finally:
+        # The worker's stuck call fails with ENOTCONN; closed, the worker then ends at once.
+        hung_mount.release()
+        hung_mount.abort()
+        if backend._process is not None:
+            setup.worker()
+        collector.close()
+        stuck: dict[int, dict[str, str]] = {}
+        for worker in setup.workers:
+            try:
+                worker.wait(WORKER_EXIT_TIMEOUT_SEC)
+            except subprocess.TimeoutExpired:
+                stuck[worker.pid] = _task_states(worker.pid)
+                worker.kill()
+                worker.wait(WORKER_EXIT_TIMEOUT_SEC)
+        assert not stuck, f"statfs workers did not exit once closed: threads {stuck}"
+
+
+def test_collector_reports_the_hung_mount_and_waits_for_it_only_once(
+    hung_mount: HungMount, in_process: InProcess
+) -> None:
+    path = hung_mount.path
+
+    _, points, took = in_process.collect()
+    assert STAT_TIMEOUT_SEC <= took < STAT_TIMEOUT_SEC + FIRST_COLLECT_SLACK_SEC, took
+    assert points[path].fields == {"responsive": False}
+    assert points[path].tags["fstype"] == FSTYPE
+    assert points["/"].fields["responsive"] is True
+    assert all(points["/"].fields[name] for name in SIZE_FIELDS), points["/"].fields
+    assert len(in_process.lines("W! ", path)) == 1, in_process.stream.getvalue()
+    worker = in_process.worker()
+
+    for _ in range(STUCK_COLLECTS - 1):
+        _, points, took = in_process.collect()
+        assert took < QUICK_COLLECT_SEC, f"waited for the stuck mount again: {took:.3f}s"
+        assert points[path].fields == {"responsive": False}
+        assert points["/"].fields["responsive"] is True
+    # One request for all the collects (no second call while the first is outstanding), made by
+    # the worker: nothing of this process waits on the mount.
+    assert hung_mount.callers() == [worker.pid]
+    assert in_process.prober.stuck() == [path]
+    assert not _blocked_in_fuse(os.getpid()), _task_states(os.getpid())
+    assert len(in_process.lines("W! ", path)) == 1, in_process.stream.getvalue()
+    assert not in_process.lines("I! ", path)
+
+    # The daemon answers again; the outstanding call returns, the next collect probes afresh.
+    hung_mount.release()
+    in_process.wait_returned()
+    _, points, took = in_process.collect()
+    assert took < QUICK_COLLECT_SEC, took
+    fields = points[path].fields
+    assert fields["responsive"] is True
+    assert fields["total_bytes"] == 25_600 * 4096 and fields["avail_bytes"] == 10_240 * 4096
+    assert hung_mount.callers() == [worker.pid, worker.pid]
+    assert in_process.worker() is worker  # the same worker all along
+    info = in_process.lines("I! ", path)
+    assert len(info) == 1 and "answers again" in info[0], in_process.stream.getvalue()
+    assert len(in_process.lines("W! ", path)) == 1, in_process.stream.getvalue()
+    assert not in_process.lines("E! ", "")
+
+
+def test_a_mount_whose_daemon_died_is_still_reported_unresponsive(
+    hung_mount: HungMount, in_process: InProcess
+) -> None:
+    path = hung_mount.path
+    _, points, _ = in_process.collect()
+    assert points[path].fields == {"responsive": False}  # stuck
+
+    # The wedged daemon dies: the kernel aborts its connection, the stuck call fails with
+    # ENOTCONN, and so does every later one; the mount stays in the mount table.
+    hung_mount.kill_daemon()
+    in_process.wait_returned()
+    for number in range(2):
+        collection, points, took = in_process.collect()
+        assert took < QUICK_COLLECT_SEC, (number, took)
+        assert path in points, f"collect {number}: the dead mount was dropped"
+        assert points[path].fields == {"responsive": False}, (number, points[path])
+        assert points[path].tags["fstype"] == FSTYPE
+        assert collection.errors >= 1, number
+        assert points["/"].fields["responsive"] is True
+    # Timed out, then ENOTCONN: one W! line for each, none repeated, no recovery claimed.
+    warnings = in_process.lines("W! ", path)
+    assert len(warnings) == 2 and ENOTCONN_TEXT in warnings[1], in_process.stream.getvalue()
+    assert not in_process.lines("I! ", path)
+    assert not in_process.lines("E! ", "")
+    # The later calls fail in the kernel: the dead daemon only ever saw the first one.
+    assert hung_mount.callers() == [in_process.worker().pid]
+
+
+def test_close_does_not_wait_for_a_worker_stuck_in_the_kernel(
+    hung_mount: HungMount, in_process: InProcess
+) -> None:
+    _, points, _ = in_process.collect()
+    assert points[hung_mount.path].fields == {"responsive": False}
+    worker = in_process.worker()
+
+    # close() in a thread: were it to wait for the worker, the abort below still frees it.
+    closer = threading.Thread(target=in_process.collector.close, name="close", daemon=True)
+    started = time.monotonic()
+    closer.start()
+    closer.join(CLOSE_SEC)
+    took = time.monotonic() - started
+    blocked = closer.is_alive()
+    # The worker cannot end while its call is stuck; the abort frees it, and it exits then.
+    hung_mount.abort()
+    closer.join(UNBLOCK_TIMEOUT_SEC)
+    assert not blocked, f"close() still waiting after {took:.3f}s"
+    assert worker.wait(WORKER_EXIT_TIMEOUT_SEC) == 0
+
+
+# -- (b, c) the diskprobe console script, as Telegraf's execd runs it -------------------------
+
+
+@dataclass
+class Batch:
+    points: list[Point]
+
+    def fs(self, path: str) -> Point | None:
+        return next(
+            (p for p in self.points if p.measurement == "diskprobe_fs" and p.tags["path"] == path),
+            None,
+        )
+
+    def agent(self, collector: str) -> Point:
+        return next(
+            p
+            for p in self.points
+            if p.measurement == "diskprobe_agent" and p.tags["collector"] == collector
+        )
+
+
+@dataclass
+class Diskprobe:
+    process: subprocess.Popen[bytes]
+    token: str  # in the environment of diskprobe and of the workers it starts
+    stdout: list[str] = field(default_factory=list)
+    stderr: list[str] = field(default_factory=list)
+    readers: list[threading.Thread] = field(default_factory=list)
+    workers: set[Proc] = field(default_factory=set)
+
+    def __post_init__(self) -> None:
+        assert self.process.stdout is not None and self.process.stderr is not None
+        pairs = ((self.process.stdout, self.stdout), (self.process.stderr, self.stderr))
+        for stream, lines in pairs:
+            reader = threading.Thread(target=_read_lines, args=(stream, lines), daemon=True)
+            reader.start()
+            self.readers.append(reader)
+
+    def batches(self) -> list[Batch]:
+        """Complete batches so far: each ends with the filesystems collector's agent point."""
+        batches, current = [], []
+        for point in parse_lines("".join(list(self.stdout))):
+            current.append(point)
+            if point.measurement == "diskprobe_agent" and point.tags["collector"] == "filesystems":
+                batches.append(Batch(current))
+                current = []
+        return batches
+
+    def wait_for(self, done: Callable[[], bool], timeout: float, what: str) -> None:
+        deadline = time.monotonic() + timeout
+        while not done():
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                pytest.fail(f"{what}; exit {self.process.poll()}, stderr: {''.join(self.stderr)}")
+            time.sleep(0.05)
+
+    def warnings(self, path: str) -> list[str]:
+        return [line for line in list(self.stderr) if line.startswith("W! ") and path in line]
+
+    def find_workers(self) -> set[Proc]:
+        """The statfs workers of this diskprobe that are alive now (recorded in `workers`)."""
+        for pid in _pids_with_env(RUN_TOKEN_ENV, self.token):
+            if WORKER_MODULE in _cmdline(pid):
+                proc = Proc.of(pid)
+                if proc is not None:
+                    self.workers.add(proc)
+        return self.workers
+
+    def worker(self) -> Proc:
+        """Its one statfs worker, started by the first batch."""
+        workers = self.find_workers()
+        assert len(workers) == 1, workers
+        (worker,) = workers
+        assert int((_stat_fields(worker.pid) or ["", "0"])[1]) == self.process.pid
+        return worker
+
+
+def _pids_with_env(name: str, value: str) -> list[int]:
+    needle = f"{name}={value}".encode()
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError):
+                if needle in (entry / "environ").read_bytes().split(b"\0"):
+                    pids.append(int(entry.name))
+    return pids
+
+
+def _read_lines(stream: IO[bytes], lines: list[str]) -> None:
+    for raw in stream:
+        lines.append(raw.decode("utf-8", errors="replace"))
+
+
+@pytest.fixture
+def start_diskprobe(hung_mount: HungMount, tmp_path: Path) -> Iterator[Callable[[], Diskprobe]]:
+    """Starts `diskprobe` (interval 1s, stat_timeout 500ms); torn down before the mount is."""
+    started: list[Diskprobe] = []
+    config = tmp_path / "diskprobe.toml"
+    ignore = ", ".join(f'"{fstype}"' for fstype in IGNORE_FS)
+    config.write_text(
+        f'interval = "1s"\nstate_file = "{tmp_path / "state.json"}"\n\n'
+        f'[filesystems]\nstat_timeout = "{LOOP_STAT_TIMEOUT}"\nignore_fs = [{ignore}]\n\n'
+        "[smart]\nenabled = false\n"  # not under test here; its reads have their own threads
+    )
+
+    def start() -> Diskprobe:
+        token = uuid.uuid4().hex
+        process = subprocess.Popen(
+            [str(DISKPROBE), "--config", str(config)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env={**os.environ, RUN_TOKEN_ENV: token},
+        )
+        started.append(Diskprobe(process, token))
+        return started[-1]
+
+    yield start
+    try:
+        for probe in started:
+            probe.find_workers()
+            if probe.process.poll() is None:
+                assert probe.process.stdin is not None
+                with contextlib.suppress(OSError):
+                    probe.process.stdin.close()
+                try:
+                    probe.process.wait(EXIT_TIMEOUT_SEC)
+                except subprocess.TimeoutExpired:
+                    # Held by a thread stuck in the hung statfs (see the module docstring).
+                    hung_mount.release()
+                    hung_mount.abort()
+                    probe.process.kill()
+                    probe.process.wait(EXIT_TIMEOUT_SEC)
+    finally:
+        # A worker that diskprobe left behind, stuck in the statfs: the abort frees it.
+        hung_mount.release()
+        hung_mount.abort()
+        workers = {worker for probe in started for worker in probe.find_workers()}
+        _wait_until(lambda: all(worker.finished() for worker in workers), WORKER_EXIT_TIMEOUT_SEC)
+        for worker in workers:
+            worker.reap()
+        leftover = {
+            worker.pid: _task_states(worker.pid) for worker in workers if not worker.finished()
+        }
+        leftover.update(
+            (pid, _task_states(pid))
+            for probe in started
+            for pid in _pids_with_env(RUN_TOKEN_ENV, probe.token)
+        )
+        held_open: list[int] = []
+        for probe in started:
+            for reader in probe.readers:
+                reader.join(EXIT_TIMEOUT_SEC)
+            if any(reader.is_alive() for reader in probe.readers):
+                # Closing a stream would wait for the read blocked on it: leave it be.
+                held_open.append(probe.process.pid)
+                continue
+            for stream in (probe.process.stdin, probe.process.stdout, probe.process.stderr):
+                if stream is not None:
+                    with contextlib.suppress(OSError):
+                        stream.close()
+        assert not leftover, f"diskprobe processes left behind: {leftover}"
+        assert not held_open, f"stdout/stderr of diskprobe {held_open} still open"
+
+
+def _wait_first_batch(probe: Diskprobe) -> None:
+    probe.wait_for(lambda: len(probe.batches()) >= 1, START_TIMEOUT_SEC, "no first batch")
+
+
+def _close_stdin_and_wait(probe: Diskprobe) -> None:
+    """EOF on diskprobe's stdin (Telegraf stops or reloads): it exits 0 within the timeout."""
+    assert probe.process.stdin is not None
+    probe.process.stdin.close()
+    try:
+        code = probe.process.wait(EXIT_TIMEOUT_SEC)
+    except subprocess.TimeoutExpired:
+        pytest.fail(
+            f"diskprobe still running {EXIT_TIMEOUT_SEC:g}s after EOF on stdin: "
+            f"threads {_task_states(probe.process.pid)}, stderr: {''.join(probe.stderr)}"
+        )
+    assert code == 0, "".join(probe.stderr)
+
+
+def test_loop_keeps_its_interval_and_reports_the_hung_mount_in_every_batch(
+    hung_mount: HungMount, start_diskprobe: Callable[[], Diskprobe]
+) -> None:
+    path = hung_mount.path
+    probe = start_diskprobe()
+    _wait_first_batch(probe)
+    worker = probe.worker()
+    count = len(probe.batches()) + round(RUN_SEC / CADENCE_SEC)
+    probe.wait_for(
+        lambda: len(probe.batches()) >= count, RUN_SEC + 2 * CADENCE_SEC, f"fewer than {count}"
+    )
+
+    batches = probe.batches()
+    for number, batch in enumerate(batches):
+        hung, root = batch.fs(path), batch.fs("/")
+        assert hung is not None and hung.fields == {"responsive": False}, (number, hung)
+        assert hung.tags["fstype"] == FSTYPE
+        assert root is not None and root.fields["responsive"] is True, (number, root)
+        assert all(root.fields[name] for name in SIZE_FIELDS), (number, root)
+        assert any(p.measurement == "diskprobe_io" for p in batch.points), number
+        duration = batch.agent("filesystems").fields["duration_ms"]
+        assert isinstance(duration, float), (number, duration)
+        if number == 0:  # its first call: the timeout is waited once
+            assert LOOP_TIMEOUT_MS <= duration < LOOP_TIMEOUT_MS + FIRST_BATCH_SLACK_MS, duration
+        else:  # never again while that call is outstanding
+            assert duration < BATCH_FS_DURATION_MS, (number, duration)
+    stamps = [batch.agent("io").time_ns / 1e9 for batch in batches]
+    gaps = [later - earlier for earlier, later in zip(stamps, stamps[1:])]
+    assert all(abs(gap - CADENCE_SEC) <= CADENCE_TOLERANCE_SEC for gap in gaps), gaps
+    # One call, made by the first batch through the worker: never probed again while it is
+    # outstanding, and never by diskprobe itself.
+    assert hung_mount.calls_from(worker.pid) == 1
+    assert hung_mount.calls_from(probe.process.pid) == 0
+    assert probe.find_workers() == {worker}  # still the same worker
+    assert len(probe.warnings(path)) == 1, probe.stderr
+    assert not [line for line in probe.stderr if line.startswith("E! ")], probe.stderr
+
+    # With the statfs still stuck (no abort first), EOF on stdin ends diskprobe at once; the
+    # worker it leaves behind is freed by the finalizer's abort.
+    _close_stdin_and_wait(probe)
+
+
+def test_exit_is_not_held_up_by_a_statfs_stuck_in_the_kernel(
+    hung_mount: HungMount, start_diskprobe: Callable[[], Diskprobe]
+) -> None:
+    probe = start_diskprobe()
+    _wait_first_batch(probe)
+    worker = probe.worker()
+    assert hung_mount.calls_from(worker.pid) == 1  # the statfs that is stuck is the worker's
+    # The worker cannot hold up Telegraf: its own session (no signal to diskprobe's group
+    # reaches it) and none of diskprobe's stdio pipes.
+    assert os.getsid(worker.pid) == worker.pid
+    stdio = {os.readlink(f"/proc/{probe.process.pid}/fd/{fd}") for fd in (0, 1, 2)}
+    assert all(target.startswith("pipe:") for target in stdio), stdio
+    assert not stdio & _fd_targets(worker.pid), (stdio, _fd_targets(worker.pid))
+
+    _close_stdin_and_wait(probe)
+    # Nothing else holds diskprobe's stdout and stderr: both reach EOF.
+    for reader in probe.readers:
+        reader.join(EXIT_TIMEOUT_SEC)
+    assert not any(reader.is_alive() for reader in probe.readers), "stdout/stderr still open"
