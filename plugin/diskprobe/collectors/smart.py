@@ -12,7 +12,7 @@ import fnmatch
 import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any, Callable
+from typing import Callable
 
 from diskprobe.collectors.base import Collection
 from diskprobe.config import SmartConfig
@@ -20,12 +20,12 @@ from diskprobe.log import Logger
 from diskprobe.roots import HostRoots
 from diskprobe.smart import json_parser, nvme_cli
 from diskprobe.smart.devices import DriveSpec, parse_scan
+from diskprobe.smart.memory import DriveMemory
 from diskprobe.smart.metrics import attribute_metrics, has_health_data, smart_metric
 from diskprobe.smart.model import DriveHealth
 from diskprobe.smart.reader import DriveRead, read_json, smartctl_version
 from diskprobe.smart.runner import CommandRunner
-from diskprobe.smart.text_path import read_text
-from diskprobe.smart.verdict import BACKBLAZE_FIVE, judge, merge_thresholds
+from diskprobe.smart.verdict import judge, merge_thresholds
 from diskprobe.state import StateStore
 
 PERMISSION_HELP = (
@@ -52,9 +52,12 @@ class SmartCollector:
         monotonic: Callable[[], float] = time.monotonic,
         roots: HostRoots | None = None,
         nvme_runner: CommandRunner | None = None,
+        wall_ns: Callable[[], int] = time.time_ns,
     ) -> None:
         self.config = config
         self._log = log
+        self._wall_ns = wall_ns
+        self._scan_errors = 0  # discovery problems, counted into the next batch
         self._runner = runner or CommandRunner(
             config.smartctl_path, config.timeout, config.use_sudo
         )
@@ -63,8 +66,7 @@ class SmartCollector:
         self._blocking = blocking  # --once: wait for the reads instead of a later tick
         self._monotonic = monotonic
         self._thresholds = merge_thresholds(config.thresholds)
-        self._baselines: dict[str, Any] = state.section("smart_baselines")
-        self._last: dict[str, Any] = state.section("smart_last")
+        self._memory = DriveMemory(state)
         self._pool = ThreadPoolExecutor(config.concurrency, thread_name_prefix="smart-read")
         self._cycle_pool = ThreadPoolExecutor(1, thread_name_prefix="smart-cycle")
         self._lock = threading.Lock()
@@ -85,6 +87,8 @@ class SmartCollector:
             if self._blocking:
                 self._cycle.result()
         collection = Collection()
+        with self._lock:
+            collection.errors, self._scan_errors = self._scan_errors, 0
         for read in self._finished():
             self._emit(read, collection)
         calls, failures = self._runner.stats.take()
@@ -113,7 +117,15 @@ class SmartCollector:
     # -- the read cycle (background threads) ----------------------------------------------------
 
     def _run_cycle(self) -> None:
+        missing = self._runner.resolved() is None
+        if not missing and self._json is None:
+            version = smartctl_version(self._runner)
+            self._json = version is None or version >= (7, 0)
         specs = self._discover()
+        if missing:
+            # One W! (in _scan), not one per configured drive every interval.
+            self._smartctl_missing()
+            specs = [s for s in specs if nvme_cli.is_nvme(s) and self._nvme.resolved()]
         with self._lock:
             self._reads += [self._pool.submit(self._read, spec) for spec in specs]
 
@@ -131,27 +143,28 @@ class SmartCollector:
         self._specs = specs
         return specs
 
-    def _scan(self) -> list[DriveSpec]:
-        if self._runner.resolved() is None and self._nvme.resolved() is not None:
+    def _smartctl_missing(self) -> None:
+        if self._nvme.resolved() is not None:
             self._log.warn_once(
                 "smart-missing",
                 f"smart: {self._runner.program} not found; reading NVMe controllers with "
                 f"{self._nvme.program} only (install smartmontools for SATA and SAS drives)",
             )
-            return nvme_cli.discover(self._roots)
-        if self._runner.resolved() is None:
+        else:
             self._log.warn_once(
                 "smart-missing",
                 f"smart: {self._runner.program} not found; install smartmontools "
                 "(SMART collection is idle until then)",
             )
-            return []
-        if self._json is None:
-            version = smartctl_version(self._runner)
-            self._json = version is None or version >= (7, 0)
+
+    def _scan(self) -> list[DriveSpec]:
+        if self._runner.resolved() is None:
+            return nvme_cli.discover(self._roots) if self._nvme.resolved() else []
         result = self._runner.run(["--scan-open"])
         if "Permission denied" in result.stdout + result.stderr:
             self._warn_permission()
+            with self._lock:
+                self._scan_errors += 1
         return parse_scan(result.stdout)
 
     def _read(self, spec: DriveSpec) -> DriveRead:
@@ -163,9 +176,15 @@ class SmartCollector:
             if self._json is not False:
                 try:
                     return read_json(spec, self._runner, self.config.nocheck)
-                except json_parser.NotSmartctlJson:
+                except json_parser.NotSmartctlJson as error:
+                    if self._json:  # a JSON-capable smartctl: this drive's output is bad
+                        health = DriveHealth(device=spec.tag, exit_status=-1)
+                        return DriveRead(spec, health, f"unreadable smartctl output: {error}")
                     self._json = False  # this smartctl answers in text: use that from now on
                     self._log.info("smart: smartctl gave no JSON; using the text parser")
+            # Imported here: pySMART (and chardet) load only when a drive needs the text path.
+            from diskprobe.smart.text_path import read_text
+
             return read_text(spec, self._runner, self.config.nocheck)
         except Exception as error:  # one drive's surprise never loses the others
             health = DriveHealth(device=spec.tag, exit_status=-1)
@@ -182,7 +201,7 @@ class SmartCollector:
         )
 
     def _emit(self, read: DriveRead, collection: Collection) -> None:
-        health, time_ns = read.health, time.time_ns()
+        health, time_ns = read.health, self._wall_ns()
         if read.problem:
             collection.errors += 1
             if read.permission:
@@ -193,7 +212,7 @@ class SmartCollector:
                                     f"smart: {read.spec}: {read.problem}")  # fmt: skip
             if read.vanished:
                 self._next_scan = 0.0
-        self._remember_identity(health)
+        self._memory.remember_identity(health)
         if read.problem or health.standby or not has_health_data(health):
             metric = smart_metric(health, {}, {}, None, time_ns)
             if read.problem:
@@ -204,37 +223,8 @@ class SmartCollector:
         life = json_parser.life_left_percent(health)
         if life is not None:
             values["ssd_life_left_percent"] = life
-        increases = self._increases(health)
+        increases = self._memory.increases(health)
         verdict = judge(health, values, increases, self._thresholds)
         collection.metrics.append(smart_metric(health, values, increases, verdict, time_ns))
         if self.config.attributes:
             collection.metrics += attribute_metrics(health, time_ns)
-
-    def _remember_identity(self, health: DriveHealth) -> None:
-        """A sleeping drive says nothing: tag it with what it said when it was awake."""
-        known = self._last.get(health.device)
-        if health.serial:
-            self._last[health.device] = {
-                "model": health.model, "serial": health.serial,
-                "protocol": health.protocol, "media": health.media,
-            }  # fmt: skip
-        elif isinstance(known, dict):
-            for key in ("model", "serial", "protocol", "media"):
-                if not getattr(health, key) and isinstance(known.get(key), str):
-                    setattr(health, key, known[key])
-
-    def _increases(self, health: DriveHealth) -> dict[str, int]:
-        """Growth of the Backblaze five since the first values seen for this serial."""
-        if not health.serial:
-            return {}
-        baseline = self._baselines.setdefault(health.serial, {})
-        increases = {}
-        for name in BACKBLAZE_FIVE:
-            value = health.counters.get(name)
-            if value is None:
-                continue
-            first = baseline.setdefault(name, value)
-            if not isinstance(first, int):
-                first = baseline[name] = value
-            increases[name] = max(0, value - first)
-        return increases

@@ -52,7 +52,8 @@ def parse_scan(text: str) -> list[DriveSpec]:
     specs = []
     for line in text.splitlines():
         stripped = line.strip()
-        if not stripped or stripped.startswith("#"):
+        # smartctl names a type on every drive line; anything else is not a drive.
+        if not stripped or stripped.startswith("#") or " -d " not in stripped.split("#")[0]:
             continue
         try:
             specs.append(DriveSpec.parse(stripped))

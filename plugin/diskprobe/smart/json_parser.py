@@ -10,11 +10,11 @@ Sample keys: "device": {"name": "/dev/sda", "type": "sat", "protocol": "ATA"},
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
 from diskprobe.smart.model import Attribute, DriveHealth
 from diskprobe.smart.rawvalues import attribute_raw, parse_raw
+from diskprobe.smart.runner import POWER_MODE_MESSAGE
 
 ATA_COUNTERS = {
     5: "reallocated_sectors",
@@ -49,7 +49,6 @@ NVME_COUNTERS = {
     "warning_temp_time": "warning_temp_minutes",
     "critical_comp_time": "critical_temp_minutes",
 }
-_STANDBY = re.compile(r"Device is in (\w+) mode", re.IGNORECASE)
 
 
 class NotSmartctlJson(ValueError):
@@ -95,7 +94,7 @@ def power_mode(data: dict[str, Any]) -> str:
     if isinstance(mode, str) and mode:
         return mode.lower()
     for message in _dig(data, "smartctl", "messages") or []:
-        match = _STANDBY.search(str(_dig(message, "string") or ""))
+        match = POWER_MODE_MESSAGE.search(str(_dig(message, "string") or ""))
         if match:
             return match.group(1).lower()
     return "active"
@@ -247,6 +246,11 @@ def life_left_percent(health: DriveHealth) -> int | None:
     by_id = {attribute.id: attribute for attribute in health.attributes}
     for attribute_id in LIFE_LEFT_IDS:
         attribute = by_id.get(attribute_id)
-        if attribute is not None and "temp" not in attribute.name.lower():
+        # A normalized value above 100 is no percentage (Apple's 169 reads 253).
+        if (
+            attribute is not None
+            and "temp" not in attribute.name.lower()
+            and attribute.value <= 100
+        ):
             return attribute.value
     return None

@@ -1,14 +1,14 @@
 """Raw values as smartctl prints them, reduced to the integer that means something.
 
-  "38 (Min/Max 20/45)"  -> 38        temperature with extremes: smartctl formatted it
-  "0x000000000001"      -> 1         hex
-  "2765/13191816"       -> 2765      Seagate 1/7 already split by smartctl (errors/operations)
-  "1,234,567"           -> 1234567   NVMe text with thousands separators
-  "146,935,678 [75.2 TB]" -> 146935678
-  "1612952 min"         -> 1612952
-  "0 0 5"               -> 5         smartctl's raw16 format prints the 48-bit value's three
-                                     16-bit words high to low; Command_Timeout's count is the
-                                     low word (the first number alone would say 0)
+"38 (Min/Max 20/45)"  -> 38        temperature with extremes: smartctl formatted it
+"0x000000000001"      -> 1         hex
+"2765/13191816"       -> 2765      Seagate 1/7 already split by smartctl (errors/operations)
+"1,234,567"           -> 1234567   NVMe text with thousands separators
+"146,935,678 [75.2 TB]" -> 146935678
+"1612952 min"         -> 1612952
+"0 0 5"               -> 5         smartctl's raw16 format prints the 48-bit value's three
+                                   16-bit words high to low; Command_Timeout's count is the
+                                   low word (the first number alone would say 0)
 """
 
 from __future__ import annotations

@@ -48,12 +48,12 @@ def read_json(spec: DriveSpec, runner: CommandRunner, nocheck: str) -> DriveRead
         return failed
     data = json_parser.load(result.stdout)
     health = json_parser.parse(data, spec.tag)
-    if health.exit_status & 0b11 and not health.standby and not _has_identity(health):
+    if health.exit_status & 0b11 and not health.standby and not has_identity(health):
         return _problem(spec, health, result, _message(data) or "smartctl could not read it")
     return DriveRead(spec, health)
 
 
-def _has_identity(health: DriveHealth) -> bool:
+def has_identity(health: DriveHealth) -> bool:
     return bool(health.model or health.serial or health.counters or health.attributes)
 
 

@@ -24,7 +24,7 @@ FAILED_IN_PAST = 1 << 5  # some attribute was <= threshold in the past
 ERROR_LOG = 1 << 6  # the device error log has records
 SELF_TEST_ERRORS = 1 << 7  # the self-test log has errors
 # "Device is in STANDBY mode, exit(2)" (text), also inside JSON "messages".
-_POWER_MODE_MESSAGE = re.compile(r"Device is in (\w+) mode", re.IGNORECASE)
+POWER_MODE_MESSAGE = re.compile(r"Device is in (\w+) mode", re.IGNORECASE)
 
 
 @dataclass
@@ -39,7 +39,7 @@ class ExecResult:
     def left_asleep(self) -> bool:
         """smartctl -n found the drive in a low-power mode and did not wake it (exit bit 1)."""
         return bool(self.exit_status and self.exit_status & OPEN_FAILED) and bool(
-            _POWER_MODE_MESSAGE.search(self.stdout)
+            POWER_MODE_MESSAGE.search(self.stdout)
         )
 
     @property

@@ -130,10 +130,8 @@ def judge(
         findings.append((WARN, f"temperature_c={health.temperature_c}"))
     status = FAIL if any(s == FAIL for s, _ in findings) else WARN if findings else OK
     # Fail reasons first, then warnings, each in rule order.
-    reasons = tuple(r for s, r in findings if s == FAIL) + tuple(
-        r for s, r in findings if s == WARN
-    )
-    return Verdict(status, reasons)
+    ordered = [r for s, r in findings if s == FAIL] + [r for s, r in findings if s == WARN]
+    return Verdict(status, tuple(dict.fromkeys(ordered)))  # one reason, however many sources
 
 
 FIXED_RULES = (
