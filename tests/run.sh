@@ -28,8 +28,9 @@ VENV="${DISKPROBE_VENV:-.venv}"
 "$VENV/bin/python" -m pip install -q --upgrade pip
 "$VENV/bin/python" -m pip install -q -e '.[test]'
 
-"$VENV/bin/ruff" check plugin tests
+"$VENV/bin/ruff" check plugin tests dashboards
 "$VENV/bin/mypy"
+MYPYPATH=dashboards "$VENV/bin/mypy" --strict dashboards/dashgen dashboards/generate.py
 "$VENV/bin/pytest" "$@"
 
 # Fleets still run Python 3.9: where an interpreter for it is at hand (pyenv here), the unit

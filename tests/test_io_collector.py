@@ -10,6 +10,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from diskprobe.collectors.io import IoCollector
+from diskprobe.compute.counters import counter_deltas
+from diskprobe.compute.iostat import iostat_fields
 from diskprobe.config import IoConfig
 from diskprobe.log import Logger
 from diskprobe.metric import Metric
@@ -22,6 +24,7 @@ SDA_2 = "   8       0 sda 300 30 6000 1500 150 15 3000 1250 3 2000 5000 14 2 160
 SDA1_1 = "   8       1 sda1 10 0 80 5 0 0 0 0 0 5 5 0 0 0 0 0 0"
 SDA1_2 = "   8       1 sda1 20 0 160 10 0 0 0 0 0 10 10 0 0 0 0 0 0"
 LOOP = "   7       0 loop0 1 0 8 0 0 0 0 0 0 0 0 0 0 0 0 0 0"
+SDA_COUNTERS = tuple(int(n) for n in SDA_2.split()[3:])
 DM_1 = " 253       0 dm-0 5 0 40 1 0 0 0 0 0 1 1 0 0 0 0 0 0"
 DM_2 = " 253       0 dm-0 9 0 72 2 0 0 0 0 0 2 2 0 0 0 0 0 0"
 
@@ -195,3 +198,29 @@ def test_fuzzed_diskstats_never_raise_out_of_the_collector(
     ):
         for value in metric.fields.values():
             assert not isinstance(value, float) or math.isfinite(value)
+
+
+def test_an_idle_device_gets_exactly_the_computed_zero_rates(tmp_path: Path) -> None:
+    # Unchanged lines take a shortcut (no parsing, a zero template): it must not show.
+    host = Host(tmp_path)
+    collector = host.collector()
+    host.sample(collector, [SDA_2])
+    idle = host.sample(collector, [SDA_2], advance=5.0)[0].fields
+    deltas = counter_deltas(SDA_COUNTERS, SDA_COUNTERS, frozenset())
+    assert deltas is not None
+    assert idle == iostat_fields(deltas, SDA_COUNTERS, 5.0)
+    assert idle["in_flight"] == 3 and idle["interval_sec"] == 5.0
+    assert all(type(v) is float for k, v in idle.items() if k != "in_flight")
+
+
+def test_partitions_off_keeps_block_info_cached(tmp_path: Path) -> None:
+    host = Host(tmp_path)
+    add_sys_block(host.sys, "sda")
+    parts = [f"   8 {n} sda{n} 1 0 8 0 0 0 0 0 0 0 0 0 0 0 0 0 0" for n in range(1, 90)]
+    for n in range(1, 90):
+        add_sys_block(host.sys, f"sda{n}", parent="sda")
+    collector = host.collector(partitions=False)
+    host.sample(collector, [SDA_1, *parts])
+    cached = dict(collector._info)
+    host.sample(collector, [SDA_2, *parts])
+    assert collector._info == cached  # not pruned and re-read every cycle

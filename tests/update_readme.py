@@ -13,7 +13,13 @@ from diskprobe.sample_config import render_sample_config
 from diskprobe.schema import render_markdown
 from diskprobe.smart.verdict import render_table
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+ROOT = Path(__file__).resolve().parent.parent
+README = ROOT / "README.md"
+# Other documents with blocks generated from the code: (file, block, renderer).
+GENERATED = (
+    (ROOT / "telegraf" / "prometheus.md", "prometheus-names", "prometheus"),
+    (ROOT / "telegraf" / "collectd" / "README.md", "collectd-mapping", "collectd"),
+)
 
 
 def replace_block(text: str, name: str, body: str) -> str:
@@ -29,6 +35,11 @@ def main() -> None:
     text = replace_block(text, "sample-config", "```toml\n" + render_sample_config() + "```\n")
     text = replace_block(text, "verdict-table", render_table())
     README.write_text(text)
+    from diskprobe.serializers import collectd, prometheus
+
+    renderers = {"prometheus": prometheus.render_table, "collectd": collectd.render_mapping}
+    for path, block, name in GENERATED:
+        path.write_text(replace_block(path.read_text(), block, renderers[name]()))
 
 
 if __name__ == "__main__":

@@ -147,6 +147,76 @@ class SmartConfig:
 
 
 @dataclass
+class PressureConfig:
+    """Measurement diskprobe_pressure: I/O pressure stall information (PSI, kernel 4.20+)."""
+
+    enabled: bool = _opt(True, "Read HOST_PROC/pressure/io (turns itself off without PSI).")
+    interval: Optional[float] = _opt(
+        None, "Own collection interval; unset means the agent-wide interval.", "duration"
+    )
+
+
+@dataclass
+class ProcessIoConfig:
+    """Measurement diskprobe_process_io: the top processes by storage I/O (the iotop view)."""
+
+    enabled: bool = _opt(True, "Report the processes doing the most storage I/O.")
+    interval: Optional[float] = _opt(
+        None, "Own collection interval; unset means the agent-wide interval.", "duration"
+    )
+    top: int = _opt(5, "How many processes to report, busiest first.", minimum=1)
+    min_bytes_per_sec: int = _opt(
+        1048576, "Leave out processes below this read+write rate (bytes per second)."
+    )
+    cmdline: bool = _opt(
+        True, "Send the command line (first 256 characters); false drops it for privacy."
+    )
+
+
+@dataclass
+class CgroupIoConfig:
+    """Measurement diskprobe_cgroup_io: I/O per container, pod or systemd service."""
+
+    enabled: bool = _opt(True, "Report I/O per cgroup (cgroup v2 io.stat, or v1 blkio).")
+    interval: Optional[float] = _opt(
+        None, "Own collection interval; unset means the agent-wide interval.", "duration"
+    )
+    max_depth: int = _opt(
+        6, "How deep to walk below HOST_SYS/fs/cgroup (kubepods need about 4).", minimum=1
+    )
+    max_cgroups: int = _opt(
+        50, "Report at most this many cgroups with I/O in the interval, busiest first.", minimum=1
+    )
+
+
+@dataclass
+class OutputConfig:
+    """Where batches go: stdout (Telegraf, collectd) or straight to InfluxDB."""
+
+    kind: str = _opt(
+        "stdout",
+        '"stdout", or "influxdb": write through the InfluxDB v2 write API (InfluxDB 1.8+, 2.x, '
+        "3.x and compatible servers), batched, gzip, with retries and an on-disk spool.",
+        choices=("stdout", "influxdb"),
+    )
+    url: str = _opt("", 'InfluxDB URL, e.g. "http://influxdb:8086".')
+    org: str = _opt("", "InfluxDB organization (any value for InfluxDB 1.8).")
+    bucket: str = _opt("", 'Bucket (InfluxDB 1.8: "database/retention_policy").')
+    token_file: str = _opt(
+        "", "File holding the API token; if empty, the INFLUX_TOKEN variable. Never logged."
+    )
+    timeout: float = _opt(10.0, "Longest one write request may take.", "duration")
+    spool_dir: str = _opt(
+        "/var/lib/diskprobe/spool",
+        "Batches that could not be written wait here, replayed in order on recovery and "
+        "after a restart.",
+    )
+    spool_max_bytes: int = _opt(
+        104857600, "Spool size limit; beyond it the oldest batches are dropped (and counted)."
+    )
+
+
+@dataclass
 class AgentConfig:
     """diskprobe settings; collector sections follow."""
 
@@ -188,12 +258,28 @@ class AgentConfig:
         default_factory=FilesystemsConfig, metadata={"doc": FilesystemsConfig.__doc__}
     )
     smart: SmartConfig = field(default_factory=SmartConfig, metadata={"doc": SmartConfig.__doc__})
+    pressure: PressureConfig = field(
+        default_factory=PressureConfig, metadata={"doc": PressureConfig.__doc__}
+    )
+    process_io: ProcessIoConfig = field(
+        default_factory=ProcessIoConfig, metadata={"doc": ProcessIoConfig.__doc__}
+    )
+    cgroup_io: CgroupIoConfig = field(
+        default_factory=CgroupIoConfig, metadata={"doc": CgroupIoConfig.__doc__}
+    )
+    output: OutputConfig = field(
+        default_factory=OutputConfig, metadata={"doc": OutputConfig.__doc__}
+    )
 
 
 SECTIONS: dict[str, type] = {
     "io": IoConfig,
     "filesystems": FilesystemsConfig,
     "smart": SmartConfig,
+    "pressure": PressureConfig,
+    "process_io": ProcessIoConfig,
+    "cgroup_io": CgroupIoConfig,
+    "output": OutputConfig,
 }
 
 

@@ -8,12 +8,22 @@ from __future__ import annotations
 from diskprobe.schema.agent import AGENT
 from diskprobe.schema.fs import FS
 from diskprobe.schema.io import IO
+from diskprobe.schema.pressure import CGROUP_IO, PRESSURE, PROCESS_IO
 from diskprobe.schema.smart import SMART, SMART_ATTR
 from diskprobe.schema.types import FIELD_TYPES, FieldSpec, MeasurementSpec, TagSpec
 
 __all__ = ["FIELD_TYPES", "MEASUREMENTS", "FieldSpec", "MeasurementSpec", "TagSpec", "measurement"]
 
-MEASUREMENTS: tuple[MeasurementSpec, ...] = (IO, FS, SMART, SMART_ATTR, AGENT)
+MEASUREMENTS: tuple[MeasurementSpec, ...] = (
+    IO,
+    FS,
+    SMART,
+    SMART_ATTR,
+    PRESSURE,
+    PROCESS_IO,
+    CGROUP_IO,
+    AGENT,
+)
 
 
 def measurement(name: str) -> MeasurementSpec:

@@ -28,5 +28,17 @@ AGENT = MeasurementSpec(
             "count",
             "Of those, the ones that failed, timed out or were killed (smart only).",
         ),
+        _f(
+            "dropped_points",
+            "int",
+            "count",
+            "Points dropped because the output spool was full (output kind = influxdb; output collector only).",
+        ),
+        _f(
+            "spooled_points",
+            "int",
+            "count",
+            "Points waiting in the on-disk spool (output kind = influxdb; output collector only).",
+        ),
     ),
 )

@@ -47,9 +47,12 @@ INSTANCE_TAGS: dict[str, tuple[str, ...]] = {
     "diskprobe_fs": ("path",),
     "diskprobe_smart": ("device",),
     "diskprobe_smart_attr": ("device", "id"),
+    "diskprobe_pressure": (),
+    "diskprobe_process_io": ("process", "user"),  # two same-named top talkers share one
+    "diskprobe_cgroup_io": ("cgroup", "device"),
     "diskprobe_agent": ("collector",),
 }
-PATH_TAGS = frozenset({"path"})
+PATH_TAGS = frozenset({"path", "cgroup"})
 
 SKIPPED: dict[tuple[str, str], str] = {
     ("diskprobe_smart", "verdict"): "text; its number is `verdict_code` (0 ok, 1 warn, 2 fail)",
@@ -58,6 +61,8 @@ SKIPPED: dict[tuple[str, str], str] = {
     ("diskprobe_smart", "firmware"): "text",
     ("diskprobe_smart_attr", "raw_string"): "text; its number is `raw`",
     ("diskprobe_smart_attr", "when_failed"): "text; a failing attribute shows in `verdict_code`",
+    ("diskprobe_process_io", "cmdline"): "text",
+    ("diskprobe_process_io", "cgroup"): "text",
 }
 
 # Schema unit (or "unit:type" where the value type matters) -> types.db type; else "gauge".

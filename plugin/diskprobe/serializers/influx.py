@@ -52,46 +52,59 @@ def format_field_value(value: FieldValue) -> str | None:
 class InfluxSerializer:
     """Serializes whole batches; tags sorted by key, empty tags and keys dropped.
 
-    Keys and tag values repeat every batch (field names, device names): their escaped
-    forms are cached, which halves the cost of a batch of thousands of devices.
+    Field keys and tag sets repeat every batch (field names, devices): their escaped forms
+    are cached, which more than halves the cost of a batch of thousands of devices.
     """
 
     def __init__(self) -> None:
-        self._measurements: dict[str, str] = {}
+        self._heads: dict[tuple[object, ...], str] = {}
         self._field_keys: dict[str, str] = {}
-        self._tags: dict[str, str] = {}
 
     def serialize(self, metrics: Iterable[Metric]) -> str:
         lines = [line for line in map(self.line, metrics) if line]
-        if len(self._tags) > CACHE_LIMIT:
-            self._tags.clear()
+        if len(self._heads) > CACHE_LIMIT:
+            self._heads.clear()
         return "\n".join(lines) + "\n" if lines else ""
 
-    def _tag(self, text: str) -> str:
-        escaped = self._tags.get(text)
-        if escaped is None:
-            escaped = self._tags[text] = escape_tag(text)
-        return escaped
+    def _head(self, metric: Metric) -> str:
+        """Measurement and sorted tags, cached per tag set (devices repeat every batch)."""
+        key = (metric.measurement, *metric.tags.items())
+        head = self._heads.get(key)
+        if head is None:
+            head = escape_measurement(metric.measurement)
+            if head:
+                for tag_key, tag in sorted(metric.tags.items()):
+                    tag_value = escape_tag(tag) if tag else ""
+                    if escape_tag(tag_key) and tag_value:
+                        head += f",{escape_tag(tag_key)}={tag_value}"
+            self._heads[key] = head
+        return head
+
+    def _prefix(self, key: str) -> str:
+        escaped = escape_field_key(key)
+        prefix = self._field_keys[key] = f"{escaped}=" if escaped else ""
+        return prefix
 
     def line(self, metric: Metric) -> str:
-        head = self._measurements.get(metric.measurement)
-        if head is None:
-            head = self._measurements[metric.measurement] = escape_measurement(metric.measurement)
+        head = self._head(metric)
         if not head:
             return ""
-        for key, tag in sorted(metric.tags.items()):
-            tag_key, tag_value = self._tag(key), self._tag(tag) if tag else ""
-            if tag_key and tag_value:
-                head += f",{tag_key}={tag_value}"
-        keys = self._field_keys
+        prefixes = self._field_keys
         parts = []
+        # The hot loop of a 4,000-device batch: floats first, inline, no calls.
         for key, value in metric.fields.items():
+            prefix = prefixes.get(key)
+            if prefix is None:
+                prefix = self._prefix(key)
+            if not prefix:
+                continue
+            if isinstance(value, float):
+                if value - value == 0.0:  # finite: inf - inf and NaN - NaN are NaN
+                    parts.append(prefix + repr(value))
+                continue
             text = format_field_value(value)
-            escaped = keys.get(key)
-            if escaped is None:
-                escaped = keys[key] = escape_field_key(key)
-            if text is not None and escaped:
-                parts.append(f"{escaped}={text}")
+            if text is not None:
+                parts.append(prefix + text)
         if not parts:
             return ""
         return f"{head} {','.join(parts)} {metric.time_ns}"

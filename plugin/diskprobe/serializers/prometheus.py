@@ -50,6 +50,7 @@ UNITS: dict[str, tuple[str, str, int, int]] = {
     "B": ("_bytes", "_bytes", 1, 1),
     "B/s": ("_per_sec", "_per_second", 1, 1),
     "1/s": ("_per_sec", "_per_second", 1, 1),
+    "us/s": ("_us_per_sec", "_seconds_per_second", 1, 1_000_000),
 }
 RENAMES = {"percentage_used": "life_used_percent"}  # NVMe's name carries no unit suffix
 SNAPSHOTS = {"io": "diskprobe_io", "filesystems": "diskprobe_fs"}  # collector -> measurement

@@ -87,6 +87,10 @@ def parse_diskstats(text: str, log: Logger | None = None) -> list[DiskStat]:
     return stats
 
 
-def read_diskstats(roots: HostRoots, log: Logger | None = None) -> list[DiskStat]:
+def read_diskstats_text(roots: HostRoots) -> str:
     with open(roots.proc_path("diskstats"), encoding="utf-8", errors="replace") as handle:
-        return parse_diskstats(handle.read(), log)
+        return handle.read()
+
+
+def read_diskstats(roots: HostRoots, log: Logger | None = None) -> list[DiskStat]:
+    return parse_diskstats(read_diskstats_text(roots), log)

@@ -1,0 +1,105 @@
+"""Dashboards and alerts as plain data, independent of Grafana, Chronograf and Kapacitor."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from dashgen.query import Select
+
+
+@dataclass(frozen=True)
+class Target:
+    """One query of a panel."""
+
+    select: Select
+    unit: str  # schema unit of the values (refs.same_unit of the fields it reads)
+    legend: str = ""  # Grafana alias: $tag_device, $col
+
+
+@dataclass(frozen=True)
+class Column:
+    """A value column of a table panel: the alias in the SELECT and its unit."""
+
+    name: str
+    unit: str
+    title: str = ""
+
+
+@dataclass(frozen=True)
+class Panel:
+    title: str
+    description: str
+    kind: str  # "timeseries", "table" or "state-timeline"
+    targets: tuple[Target, ...]
+    width: int = 12  # of Grafana's 24 columns (Chronograf: half that)
+    height: int = 8
+    columns: tuple[Column, ...] = ()  # tables
+    sort_by: str = ""  # tables: the column to sort by
+    sort_desc: bool = False
+    verdict_mapping: bool = False  # 0 ok, 1 warn, 2 fail with colours
+    repeat: str = ""  # Grafana: one copy of the panel per selected value of this variable
+    # A second y axis (Grafana): series whose name matches `right_match` use `right_unit`.
+    right_unit: str = ""
+    right_match: str = ""
+    # Chronograf draws one y axis: a panel with a right axis becomes these cells there.
+    chronograf_cells: tuple[Panel, ...] = ()
+
+    @property
+    def unit(self) -> str:
+        """The unit of the left axis (tables: of the first column)."""
+        if self.columns:
+            return self.columns[0].unit
+        return self.targets[0].unit
+
+
+@dataclass(frozen=True)
+class Variable:
+    """A dashboard variable filtering tag `tag`, its values from SHOW TAG VALUES."""
+
+    tag: str
+    measurement: str
+    depends_on: tuple[str, ...] = ()  # variables whose selection narrows this one's values
+
+
+@dataclass(frozen=True)
+class Dashboard:
+    slug: str
+    title: str
+    description: str
+    variables: tuple[Variable, ...]
+    panels: tuple[Panel, ...]
+    time_from: str = "now-6h"  # Grafana relative time; Chronograf uses the same duration
+    refresh: str = "1m"
+
+
+@dataclass(frozen=True)
+class Level:
+    """One severity of an alert: fires when the value satisfies `op` with `params`.
+
+    The operators are Grafana's threshold expression: gt (v > a), lt (v < a),
+    within_range (a < v < b), outside_range (v < a or v > b).
+    """
+
+    severity: str  # "warning" or "critical"
+    op: str
+    params: tuple[float, ...]
+
+
+@dataclass(frozen=True)
+class Alert:
+    uid: str
+    group: str
+    title: str
+    query: Select  # one column named "value"; group_tags are the alert's labels
+    window: str  # how far back the query reads
+    levels: tuple[Level, ...]
+    pending: str  # Grafana `for:`
+    every: str  # evaluation interval (Grafana group interval, Kapacitor .every)
+    measure: str  # what "value" is, for the README's alert table
+    summary: str  # with {host}, {serial}, {path}, {device}, {value} placeholders
+    why: str
+    runbook: str
+
+    @property
+    def labels(self) -> tuple[str, ...]:
+        return self.query.group_tags

@@ -1,0 +1,228 @@
+"""What tests/test_dashboards.py loads into InfluxDB, with every timestamp relative to the write.
+
+- Real: `diskprobe --once` on this machine (io, fs, agent lines), tagged host=probe01 (Telegraf
+  adds `host`; diskprobe does not).
+- Golden: every tests/golden/smart-json case's expected.out (real diskprobe output for real
+  drives, healthy and failing). NVMe drives go to host gpu01, the others to store01. The corpus
+  redacts most serials (many read REDACTED), so the `serial` tag is replaced by the case name.
+- Synthetic (each marked with SYNTHETIC and a reason): a second read of two failing drives with
+  grown counters, two worn NVMe drives, volumes forecast to fill or nearly full, a hung mount,
+  saturated disks and nvidia_smi beside them, a host that went silent, and agent heartbeats.
+  Each is derived from a real or golden line, with the fields that matter changed.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Union
+
+from lineproto import Point, parse_lines
+
+GOLDEN = Path(__file__).resolve().parent / "golden" / "smart-json"
+PROBE, STORE, GPU, SILENT = "probe01", "store01", "gpu01", "silent01"
+SEC, MIN, HOUR = 10**9, 60 * 10**9, 3600 * 10**9
+
+Value = Union[float, int, bool, str]
+
+
+@dataclass(frozen=True)
+class Row:
+    """One point, `offset_ns` before the moment it is written."""
+
+    measurement: str
+    tags: dict[str, str]
+    fields: dict[str, Value]
+    offset_ns: int
+    origin: str  # "real", "golden" or SYNTHETIC: why
+    meta: dict[str, str] = field(default_factory=dict)  # e.g. the golden case
+
+    def tagged(self, **tags: str) -> Row:
+        return replace(self, tags={**self.tags, **tags})
+
+    def changed(self, offset_ns: int, origin: str, **fields: Value) -> Row:
+        return replace(self, fields={**self.fields, **fields}, offset_ns=offset_ns, origin=origin)
+
+
+def synthetic(why: str) -> str:
+    return f"SYNTHETIC: {why}"
+
+
+def _diskprobe() -> list[str]:
+    script = Path(sys.executable).parent / "diskprobe"
+    if script.is_file() and os.access(script, os.X_OK):
+        return [str(script)]
+    return [sys.executable, "-m", "diskprobe"]
+
+
+def run_diskprobe_once(tmp: Path) -> list[Point]:
+    """Real `diskprobe --once` output, with the state file in `tmp`."""
+    config = tmp / "diskprobe.toml"
+    config.write_text(f'state_file = "{tmp / "state.json"}"\n', encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HOST_")}
+    done = subprocess.run(
+        [*_diskprobe(), "--config", str(config), "--once"],
+        capture_output=True, text=True, timeout=120, env=env, check=True,
+    )
+    return parse_lines(done.stdout)
+
+
+def real_rows(points: list[Point]) -> list[Row]:
+    newest = max(p.time_ns for p in points)
+    return [
+        Row(p.measurement, {**p.tags, "host": PROBE}, dict(p.fields), p.time_ns - newest, "real")
+        for p in points
+    ]
+
+
+def golden_rows() -> list[Row]:
+    """Every golden case's lines, moved to 10 minutes ago, on store01 or gpu01."""
+    rows: list[Row] = []
+    for case in sorted(GOLDEN.iterdir()):
+        expected = case / "expected.out"
+        if not expected.is_file():
+            continue
+        for point in parse_lines(expected.read_text(encoding="utf-8")):
+            host = GPU if point.tags.get("media") == "nvme" or "nvme" in case.name else STORE
+            rows.append(
+                Row(point.measurement, {**point.tags, "host": host, "serial": case.name},
+                    dict(point.fields), -10 * MIN, "golden", {"case": case.name})
+            )
+    return rows
+
+
+def _smart(rows: list[Row], case: str) -> Row:
+    return next(r for r in rows if r.measurement == "diskprobe_smart" and r.meta["case"] == case)
+
+
+REALLOC_CASE = "failing-ata-hdd-seagate-st3500418as-realloc304"
+PENDING_CASE = "failing-ata-hdd-seagate-st3000nm0033"
+WORN_A, WORN_B = "synthetic-worn-a", "synthetic-worn-b"
+
+
+def synthetic_smart(golden: list[Row]) -> list[Row]:
+    """Second reads with grown counters, and two worn NVMe drives."""
+    out: list[Row] = []
+    realloc = _smart(golden, REALLOC_CASE)
+    out += [
+        # The golden read becomes the earlier one, 20 h ago ...
+        realloc.changed(-20 * HOUR, synthetic("the golden read, moved 20 h back")),
+        # ... and a second read 10 min ago found 8 more reallocated sectors.
+        realloc.changed(-10 * MIN, synthetic("second read: reallocated 304 -> 312"),
+                        reallocated_sectors=312, reallocated_sectors_increase=8,
+                        verdict_reasons="reallocated_sectors=312,reallocated_sectors_increase=8"),
+    ]
+    pending = _smart(golden, PENDING_CASE)
+    out += [
+        pending.changed(-20 * HOUR, synthetic("the golden read, moved 20 h back")),
+        pending.changed(-10 * MIN, synthetic("second read: pending 0 -> 3"),
+                        pending_sectors=3, pending_sectors_increase=3,
+                        verdict_reasons="reallocated_sectors=1,command_timeouts=4,"
+                        "pending_sectors=3,pending_sectors_increase=3"),
+    ]
+    worn75 = _smart(golden, "nvme-intel-ssdpe2kx020t7-worn75").tagged(serial=WORN_A)
+    out.append(worn75.changed(
+        -10 * MIN, synthetic("worn75 at 96 % used, spare 5 below its threshold 10"),
+        percentage_used=96, available_spare_percent=5, critical_warning=1, verdict="fail",
+        verdict_code=2,
+        verdict_reasons="critical_warning=1,available_spare_percent=5,percentage_used=96"))
+    spare93 = _smart(golden, "nvme-intel-ssdpedmd800g4-spare93").tagged(serial=WORN_B)
+    out.append(spare93.changed(
+        -10 * MIN, synthetic("spare93 at 85 % used, spare 15 (5 above its threshold)"),
+        percentage_used=85, available_spare_percent=15, verdict="warn", verdict_code=1,
+        verdict_reasons="percentage_used=85"))
+    return out
+
+
+def _one(rows: list[Row], measurement: str, **tags: str) -> Row:
+    return next(
+        r for r in rows
+        if r.measurement == measurement and all(r.tags.get(k) == v for k, v in tags.items())
+    )
+
+
+FILLING = {"/scratch": 2.0, "/checkpoints": 10.0, "/datasets": 30.0}  # hours to full
+FULL = "/logs"
+STUCK, RECOVERED = "/mnt/stuck", "/mnt/recovered"
+
+
+def synthetic_fs(real: list[Row]) -> list[Row]:
+    """Volumes forecast to fill, one 97 % full, one hung mount, one that answers again."""
+    root = next(r for r in real if r.measurement == "diskprobe_fs" and "total_bytes" in r.fields)
+    out: list[Row] = []
+    for path, hours in FILLING.items():
+        out.append(root.tagged(path=path).changed(
+            -MIN, synthetic(f"{path} fills in {hours:g} h"),
+            fill_rate_bytes_per_sec=2.0e6, time_to_full_sec=hours * 3600.0))
+    out.append(root.tagged(path=FULL).changed(-MIN, synthetic("97 % used"), used_percent=97.0))
+    hung = Row("diskprobe_fs", {**root.tags, "path": STUCK, "device": "nas:/export",
+                                "fstype": "nfs4"}, {"responsive": False}, 0, "")
+    for seconds in range(0, 600, 10):
+        out.append(replace(hung, offset_ns=-seconds * SEC,
+                           origin=synthetic("statfs hung for 10 minutes")))
+        if seconds < 240:  # answered again for the last 4 minutes
+            out.append(root.tagged(path=RECOVERED).changed(
+                -seconds * SEC, synthetic("answers again after a 6-minute hang")))
+        else:
+            out.append(replace(hung, tags={**hung.tags, "path": RECOVERED},
+                               offset_ns=-seconds * SEC, origin=synthetic("hung, then recovered")))
+    return out
+
+
+# (device, util_percent, await_ms): the HDD and the second NVMe queue; the first NVMe is busy
+# (100 % util) but fast, which %util alone would call saturated.
+DISKS = (("sdb", 97.0, 180.0), ("nvme0n1", 100.0, 0.4), ("nvme1n1", 99.0, 25.0))
+
+
+def synthetic_gpu_host(real: list[Row]) -> list[Row]:
+    """20 minutes of a training host: saturated disks and GPUs idling at 20 %."""
+    io = next(r for r in real if r.measurement == "diskprobe_io")
+    out: list[Row] = []
+    for seconds in range(0, 1200, 10):
+        for device, util, wait in DISKS:
+            out.append(io.tagged(host=GPU, device=device).changed(
+                -seconds * SEC, synthetic(f"{device} at {util:g} % util, await {wait:g} ms"),
+                util_percent=util, await_ms=wait, read_await_ms=wait, queue_size=util / 10))
+        for index in ("0", "1"):
+            tags = {"host": GPU, "index": index, "name": "NVIDIA A100-SXM4-80GB",
+                    "uuid": f"GPU-0000000{index}", "pstate": "P0", "compute_mode": "Default"}
+            out.append(Row("nvidia_smi", tags, {"utilization_gpu": 20, "utilization_memory": 5,
+                                                "temperature_gpu": 41},
+                           -seconds * SEC, synthetic("Telegraf nvidia_smi, GPUs starved")))
+    return out
+
+
+def synthetic_agents(real: list[Row]) -> list[Row]:
+    """Heartbeats for the golden hosts; silent01 stopped reporting 2 minutes ago."""
+    beat = next(r for r in real if r.measurement == "diskprobe_agent")
+    out = [
+        beat.tagged(host=host).changed(-seconds * SEC, synthetic("heartbeat of a golden host"))
+        for host in (STORE, GPU) for seconds in (0, 10, 20)
+    ]
+    out += [
+        beat.tagged(host=SILENT).changed(-seconds * SEC, synthetic("stopped 2 minutes ago"))
+        for seconds in range(120, 1800, 10)
+    ]
+    return out
+
+
+def dataset(real_points: list[Point]) -> list[Row]:
+    real = real_rows(real_points)
+    golden = golden_rows()
+    redone = (REALLOC_CASE, PENDING_CASE)  # synthetic_smart moves these and reads them again
+    kept = [r for r in golden
+            if not (r.measurement == "diskprobe_smart" and r.meta["case"] in redone)]
+    return [
+        *real, *kept, *synthetic_smart(golden), *synthetic_fs(real),
+        *synthetic_gpu_host(real), *synthetic_agents(real),
+    ]
+
+
+def heartbeats(rows: list[Row]) -> list[Row]:
+    """The live hosts' newest agent points: written again right before a deadman check."""
+    live = {PROBE, STORE, GPU}
+    return [r for r in rows if r.measurement == "diskprobe_agent" and r.tags["host"] in live
+            and r.offset_ns == 0]

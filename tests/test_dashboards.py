@@ -1,0 +1,535 @@
+"""The dashboards and alerts in dashboards/, proven against a real InfluxDB 1.x.
+
+Loaded data (tests/dashboard_data.py): real `diskprobe --once` output, the golden SMART cases'
+expected.out lines and clearly marked synthetic points. Every panel query of every Grafana and
+Chronograf dashboard runs with its variables expanded and returns the series it draws; every
+Grafana rule and every TICKscript fires for exactly the cases it should; every query names
+only measurements, fields and tags of diskprobe's schema (plus Telegraf's nvidia_smi).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import dashboard_data as data
+from dashboard_data import GPU, PROBE, SILENT, STORE, Row
+from dashboard_eval import (
+    Known,
+    chronograf_expand,
+    grafana_alert_query,
+    grafana_expand,
+    kapacitor_level,
+    kapacitor_statement,
+    leftovers,
+    parse_tick,
+    reduce_last,
+    relative_seconds,
+    run,
+    tag_values,
+    threshold,
+    unknown_references,
+    write_rows,
+)
+from diskprobe.schema import MEASUREMENTS
+
+from influxdb_server import InfluxServer
+
+ROOT = Path(__file__).resolve().parent.parent
+DASHBOARDS = ROOT / "dashboards"
+sys.path.insert(0, str(DASHBOARDS))
+
+import generate  # noqa: E402
+from dashgen import refs  # noqa: E402
+from dashgen.outputs import render_all  # noqa: E402
+
+GRAFANA = sorted((DASHBOARDS / "grafana").glob("*.json"))
+CHRONOGRAF = sorted((DASHBOARDS / "chronograf").glob("*.json"))
+TICKS = sorted((DASHBOARDS / "alerts" / "kapacitor").glob("*.tick"))
+ALERTS_YAML = DASHBOARDS / "alerts" / "grafana-alerts.yaml"
+GRAFANA_UNITS = {"Bps", "iops", "ms", "percent", "s", "bytes", "celsius", "none", "h", "m"}
+PANEL_TYPES = {"timeseries", "table", "state-timeline"}
+CHRONOGRAF_CELL_TYPES = {"line", "table", "line-stepplot"}
+TEST_DB_PLACEHOLDER = '"telegraf"."autogen".'
+
+
+def _load(path: Path) -> Any:
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def _yaml() -> Any:
+    try:
+        import yaml
+    except ImportError:
+        pytest.fail("PyYAML is needed to read the alert provisioning file (pip install PyYAML)")
+    return yaml.safe_load(ALERTS_YAML.read_text(encoding="utf-8"))
+
+
+# -- generated files are the generator's output ----------------------------------------------
+
+def test_committed_files_are_the_generators_output() -> None:
+    out_of_date = generate.stale(render_all())
+    assert not out_of_date, (
+        f"dashboards/ is out of date: {out_of_date}; run: python dashboards/generate.py"
+    )
+
+
+def test_check_mode_reports_a_hand_edited_file(tmp_path: Path) -> None:
+    files = render_all()
+    for path, text in files.items():
+        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / path).write_text(text, encoding="utf-8")
+    readme = (DASHBOARDS / "README.md").read_text(encoding="utf-8")
+    (tmp_path / "README.md").write_text(readme, encoding="utf-8")
+    assert generate.stale(files, tmp_path) == []
+    (tmp_path / "README.md").write_text(readme.replace("| critical |", "| warning |", 1))
+    assert generate.stale(files, tmp_path) == ["README.md"]
+    (tmp_path / "README.md").write_text(readme, encoding="utf-8")
+    edited = tmp_path / "grafana" / "diskprobe-io.json"
+    edited.write_text(edited.read_text().replace("iops", "ops"), encoding="utf-8")
+    (tmp_path / "alerts" / "kapacitor" / "old.tick").write_text("// gone\n", encoding="utf-8")
+    assert generate.stale(files, tmp_path) == [
+        "alerts/kapacitor/old.tick",
+        "grafana/diskprobe-io.json",
+    ]
+
+
+def test_a_renamed_schema_field_fails_generation(monkeypatch: pytest.MonkeyPatch) -> None:
+    fields = dict(refs.IO._fields)
+    fields["util_pct"] = fields.pop("util_percent")
+    monkeypatch.setattr(refs.IO, "_fields", fields)
+    with pytest.raises(refs.SchemaError, match="util_percent"):
+        render_all()
+
+
+def test_an_unknown_measurement_or_tag_fails_generation() -> None:
+    with pytest.raises(refs.SchemaError):
+        refs.Measurement("diskprobe_disk")
+    with pytest.raises(refs.SchemaError):
+        refs.SMART.tag("drive")
+
+
+# -- every query names only what the schema has ----------------------------------------------
+
+def _known(renamed: tuple[str, str, str] | None = None) -> Known:
+    fields = {m.name: {f.name for f in m.fields} for m in MEASUREMENTS}
+    tags = {m.name: {t.name for t in m.tags} | {"host"} for m in MEASUREMENTS}
+    if renamed:
+        measurement, old, new = renamed
+        fields[measurement] = (fields[measurement] - {old}) | {new}
+    # Telegraf's nvidia_smi: the one measurement the dashboards read that diskprobe does not write.
+    fields["nvidia_smi"] = {"utilization_gpu"}
+    tags["nvidia_smi"] = {"host", "index", "name", "uuid", "pstate", "compute_mode"}
+    return Known(fields, tags)
+
+
+def all_queries() -> list[tuple[str, str]]:
+    """(where, InfluxQL) for every query in every generated file."""
+    out: list[tuple[str, str]] = []
+    for path in GRAFANA:
+        board = _load(path)
+        out += [(f"{path.name}: {p['title']}", t["query"])
+                for p in board["panels"] for t in p["targets"]]
+        out += [(f"{path.name}: ${v['name']}", v["query"])
+                for v in board["templating"]["list"] if v["type"] == "query"]
+    for path in CHRONOGRAF:
+        board = _load(path)["dashboard"]
+        out += [(f"{path.name}: {c['name']}", q["query"])
+                for c in board["cells"] for q in c["queries"]]
+        for template in board["templates"]:
+            query = template.get("query") or {}
+            if query:
+                out.append((f"{path.name}: {template['tempVar']}",
+                            f'SHOW TAG VALUES FROM "{query["measurement"]}" '
+                            f'WITH KEY = "{query["tagKey"]}"'))
+    for group in _yaml()["groups"]:
+        out += [(f"grafana-alerts.yaml: {r['uid']}", r["data"][0]["model"]["query"])
+                for r in group["rules"]]
+    out += [(path.name, parse_tick(path.read_text()).query) for path in TICKS]
+    return out
+
+
+def test_queries_name_only_schema_measurements_fields_and_tags() -> None:
+    queries = all_queries()
+    assert len(queries) > 60
+    known = _known()
+    problems = [(where, p) for where, q in queries for p in unknown_references(q, known)]
+    assert problems == []
+    used = {m for _, q in queries for m in re.findall(r'FROM (?:"[^"]+"\.)*"([^"]+)"', q)}
+    core = {"diskprobe_io", "diskprobe_fs", "diskprobe_smart", "diskprobe_agent", "nvidia_smi"}
+    assert used >= core
+
+
+@pytest.mark.parametrize(
+    "renamed",
+    [("diskprobe_io", "await_ms", "await_msec"), ("diskprobe_smart", "verdict_code", "verdict_n"),
+     ("diskprobe_fs", "time_to_full_sec", "ttf"), ("diskprobe_agent", "duration_ms", "dur")],
+)
+def test_the_reference_check_catches_a_renamed_field(renamed: tuple[str, str, str]) -> None:
+    known = _known(renamed)
+    problems = [p for _, q in all_queries() for p in unknown_references(q, known)]
+    assert problems and all(repr(renamed[1]) in p for p in problems)
+
+
+# -- file structure --------------------------------------------------------------------------
+
+@pytest.mark.parametrize("path", GRAFANA, ids=lambda p: p.name)
+def test_grafana_dashboard_has_the_structure_import_expects(path: Path) -> None:
+    board = _load(path)
+    assert [i["name"] for i in board["__inputs"]] == ["DS_INFLUXDB"]
+    assert board["__inputs"][0]["pluginId"] == "influxdb"
+    assert board["__inputs"][0]["type"] == "datasource"
+    assert isinstance(board["schemaVersion"], int) and board["schemaVersion"] >= 36
+    assert board["uid"] == path.stem and board["title"] and board["time"]["to"] == "now"
+    variables = {v["name"]: v for v in board["templating"]["list"]}
+    assert variables["DS_INFLUXDB"]["type"] == "datasource"
+    assert variables["DS_INFLUXDB"]["query"] == "influxdb"
+    assert "host" in variables and {"device", "path", "serial"} & set(variables)
+    for name, variable in variables.items():
+        if name != "DS_INFLUXDB":
+            assert variable["query"].startswith("SHOW TAG VALUES FROM ")
+            assert variable["datasource"]["uid"] == "${DS_INFLUXDB}"
+    ids = [p["id"] for p in board["panels"]]
+    assert len(ids) == len(set(ids))
+    cells: set[tuple[int, int]] = set()
+    for panel in board["panels"]:
+        assert panel["type"] in PANEL_TYPES
+        grid = panel["gridPos"]
+        assert {"h", "w", "x", "y"} <= set(grid) and grid["x"] + grid["w"] <= 24
+        area = {(x, y) for x in range(grid["x"], grid["x"] + grid["w"])
+                for y in range(grid["y"], grid["y"] + grid["h"])}
+        assert not cells & area, f"{panel['title']} overlaps another panel"
+        cells |= area
+        assert panel["fieldConfig"]["defaults"]["unit"] in GRAFANA_UNITS, panel["title"]
+        for override in panel["fieldConfig"]["overrides"]:
+            for prop in override["properties"]:
+                if prop["id"] == "unit":
+                    assert prop["value"] in GRAFANA_UNITS
+        assert panel["datasource"] == {"type": "influxdb", "uid": "${DS_INFLUXDB}"}
+        assert panel["targets"]
+        for target in panel["targets"]:
+            assert target["rawQuery"] is True and target["refId"] and target["query"]
+            assert target["resultFormat"] in ("time_series", "table")
+            assert "$timeFilter" in target["query"]
+            assert "$host" in target["query"]
+
+
+def test_gpu_panel_puts_gpu_and_disk_on_one_time_axis_and_two_y_axes() -> None:
+    board = _load(DASHBOARDS / "grafana" / "diskprobe-io.json")
+    (panel,) = [p for p in board["panels"] if "GPU" in p["title"]]
+    queries = [t["query"] for t in panel["targets"]]
+    assert len(queries) == 2
+    assert '"nvidia_smi"' in queries[0] and '"utilization_gpu"' in queries[0]
+    assert '"util_percent"' in queries[1] and '"await_ms"' in queries[1]
+    assert panel["fieldConfig"]["defaults"]["unit"] == "percent"
+    (right,) = panel["fieldConfig"]["overrides"]
+    props = {p["id"]: p["value"] for p in right["properties"]}
+    assert props["custom.axisPlacement"] == "right" and props["unit"] == "ms"
+    assert re.fullmatch(right["matcher"]["options"], "gpu01 nvme0n1 await")
+    assert not re.fullmatch(right["matcher"]["options"], "nvme0n1 disk_util")
+
+
+@pytest.mark.parametrize("path", CHRONOGRAF, ids=lambda p: p.name)
+def test_chronograf_dashboard_has_the_export_format(path: Path) -> None:
+    document = _load(path)
+    assert document["meta"]["chronografVersion"]
+    board = document["dashboard"]
+    assert board["name"] and board["cells"] and board["templates"]
+    assert {t["tempVar"] for t in board["templates"]} >= {":host:"}
+    for cell in board["cells"]:
+        assert {"i", "x", "y", "w", "h", "name", "queries", "axes", "type"} <= set(cell)
+        assert cell["x"] + cell["w"] <= 12 and cell["type"] in CHRONOGRAF_CELL_TYPES
+        for query in cell["queries"]:
+            assert query["type"] == "influxql"
+            text = query["query"]
+            assert "time > :dashboardTime: AND time < :upperDashboardTime:" in text
+            assert '"host" = :host:' in text
+            assert query["queryConfig"]["rawText"] == text
+            if cell["type"] != "table":
+                assert "GROUP BY time(:interval:)" in text
+
+
+@pytest.mark.parametrize("path", TICKS, ids=lambda p: p.name)
+def test_tickscript_is_a_batch_alert(path: Path) -> None:
+    text = path.read_text()
+    tick = parse_tick(text)
+    assert tick.levels and set(tick.levels) <= {"warn", "crit"}
+    for word in ("var data = batch", "|alert()", ".id(", ".message(", ".details(",
+                 ".stateChangesOnly()"):
+        assert word in text
+    assert text.count("(") == text.count(")") and text.count("'''") % 2 == 0
+    assert tick.query.startswith("SELECT ") and '"telegraf"."autogen".' in tick.query
+    assert not leftovers(tick.query)
+
+
+def test_every_alert_rule_has_severity_summary_and_runbook() -> None:
+    rules = [r for g in _yaml()["groups"] for r in g["rules"]]
+    assert len(rules) == len({r["uid"] for r in rules}) >= 12
+    for rule in rules:
+        assert [d["refId"] for d in rule["data"]] == ["A", "B", "C"] and rule["condition"] == "C"
+        assert rule["data"][0]["model"]["rawQuery"] is True
+        assert rule["data"][1]["model"]["type"] == "reduce"
+        assert rule["data"][2]["model"]["type"] == "threshold"
+        assert rule["labels"]["severity"] in ("warning", "critical")
+        assert re.fullmatch(r"\d+[smh]", rule["for"])
+        assert rule["annotations"]["summary"] and rule["annotations"]["runbook"]
+        assert "$" not in json.dumps(rule["labels"])  # labels are env-interpolated
+        assert len(rule["uid"]) <= 40
+
+
+# -- against a real InfluxDB ------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def rows(tmp_path_factory: pytest.TempPathFactory) -> list[Row]:
+    return data.dataset(data.run_diskprobe_once(tmp_path_factory.mktemp("diskprobe")))
+
+
+def _loaded(influx_db: tuple[InfluxServer, str], rows: list[Row]) -> tuple[InfluxServer, str]:
+    server, db = influx_db
+    write_rows(server, db, rows, time.time_ns())
+    return server, db
+
+
+def _aliases(query: str) -> set[str]:
+    return set(re.findall(r'AS "([^"]+)"', query))
+
+
+def _group_tags(query: str) -> set[str]:
+    match = re.search(r" GROUP BY (.*?)(?: fill\(|$)", query)
+    tags = set(re.findall(r'"([^"]+)"', match.group(1))) if match else set()
+    return tags
+
+
+def _check_series(where: str, query: str, series: list[dict[str, Any]]) -> list[str]:
+    if not series:
+        return [f"{where}: no series\n  {query}"]
+    problems = []
+    for one in series:
+        if set(one.get("tags", {})) != _group_tags(query):
+            problems.append(f"{where}: tags {one.get('tags')} for {query}")
+        if not _aliases(query) <= set(one["columns"]):
+            problems.append(f"{where}: columns {one['columns']} for {query}")
+    for alias in _aliases(query):  # every column the panel draws has data somewhere
+        if not any(row[s["columns"].index(alias)] is not None
+                   for s in series if alias in s["columns"] for row in s["values"]):
+            problems.append(f"{where}: column {alias!r} is empty for {query}")
+    return problems
+
+
+@pytest.mark.parametrize("path", GRAFANA, ids=lambda p: p.name)
+def test_grafana_panels_return_their_series(
+    path: Path, influx_db: tuple[InfluxServer, str], rows: list[Row]
+) -> None:
+    server, db = _loaded(influx_db, rows)
+    board = _load(path)
+    seconds = relative_seconds(board["time"]["from"])
+    variables: dict[str, list[str]] = {}
+    for variable in board["templating"]["list"]:
+        if variable["type"] == "query":  # in order: later ones depend on earlier ones
+            query = grafana_expand(variable["query"], seconds, variables)
+            variables[variable["name"]] = tag_values(server, db, query)
+            assert variables[variable["name"]], query
+    assert {PROBE, STORE, GPU} & set(variables["host"])
+    problems: list[str] = []
+    for panel in board["panels"]:
+        for target in panel["targets"]:
+            query = grafana_expand(target["query"], seconds, variables)
+            assert not leftovers(query), query
+            problems += _check_series(f"{panel['title']} ({target['refId']})", query,
+                                      run(server, db, query))
+            if panel.get("repeat"):  # one copy per host: each runs; the SMART hosts have rows
+                for value in variables[panel["repeat"]]:
+                    one = grafana_expand(target["query"], seconds,
+                                         {**variables, panel["repeat"]: [value]})
+                    if value in (STORE, GPU):
+                        problems += _check_series(f"{panel['title']} [{value}]", one,
+                                                  run(server, db, one))
+                    else:
+                        run(server, db, one)
+    assert problems == []
+
+
+def test_gpu_panel_shows_gpus_and_disks_of_the_training_host(
+    influx_db: tuple[InfluxServer, str], rows: list[Row]
+) -> None:
+    server, db = _loaded(influx_db, rows)
+    board = _load(DASHBOARDS / "grafana" / "diskprobe-io.json")
+    (panel,) = [p for p in board["panels"] if "GPU" in p["title"]]
+    values = {"host": [GPU], "device": ["nvme0n1", "nvme1n1", "sdb"]}
+    gpu, disk = (run(server, db, grafana_expand(t["query"], 3600, values))
+                 for t in panel["targets"])
+    assert sorted(s["tags"]["index"] for s in gpu) == ["0", "1"]
+    assert sorted(s["tags"]["device"] for s in disk) == ["nvme0n1", "nvme1n1", "sdb"]
+    sdb = next(s for s in disk if s["tags"]["device"] == "sdb")
+    assert {row[sdb["columns"].index("disk_util")] for row in sdb["values"]} == {97.0}
+
+
+@pytest.mark.parametrize("path", CHRONOGRAF, ids=lambda p: p.name)
+def test_chronograf_cells_return_their_series(
+    path: Path, influx_db: tuple[InfluxServer, str], rows: list[Row]
+) -> None:
+    server, db = _loaded(influx_db, rows)
+    board = _load(path)["dashboard"]
+    seconds = 7 * 86400 if "health" in path.name else 6 * 3600
+    hosts: list[str] = []
+    values: dict[str, str] = {}
+    for template in board["templates"]:
+        if template["type"] == "tagValues":
+            query = template["query"]
+            assert query["db"] == "telegraf"
+            hosts = tag_values(server, db, query["influxql"]
+                               .replace(":database:", f'"{db}"')
+                               .replace(":measurement:", f'"{query["measurement"]}"')
+                               .replace(":tagKey:", f'"{query["tagKey"]}"'))
+        else:
+            assert template["type"] == "text"
+            values[template["tempVar"]] = template["values"][0]["value"]
+    assert hosts
+    problems: list[str] = []
+    for cell in board["cells"]:
+        for query in cell["queries"]:
+            text = query["query"].replace(TEST_DB_PLACEHOLDER, f'"{db}"."autogen".')
+            found: list[dict[str, Any]] = []
+            for host in hosts:
+                expanded = chronograf_expand(text, seconds, {**values, ":host:": f"'{host}'"})
+                assert not leftovers(expanded), expanded
+                found += run(server, db, expanded)
+            problems += _check_series(cell["name"], text, found)
+    assert problems == []
+
+
+# -- alerts ----------------------------------------------------------------------------------
+
+Labels = tuple[str, ...]
+
+
+def _last_smart(rows: list[Row], field: str) -> dict[Labels, float]:
+    last: dict[Labels, tuple[int, float]] = {}
+    for row in rows:
+        value = row.fields.get(field)
+        if row.measurement == "diskprobe_smart" and isinstance(value, int):
+            key = (row.tags["host"], row.tags["serial"])
+            if key not in last or row.offset_ns >= last[key][0]:
+                last[key] = (row.offset_ns, float(value))
+    return {key: value for key, (_, value) in last.items()}
+
+
+def expected_firing(rows: list[Row]) -> dict[str, dict[Labels, str]]:
+    """What each alert must report, from the loaded data and the issue's thresholds."""
+    verdicts = _last_smart(rows, "verdict_code")
+    used = {(r.tags["host"], r.tags["path"]): float(r.fields["used_percent"])
+            for r in sorted(rows, key=lambda r: r.offset_ns)
+            if r.measurement == "diskprobe_fs" and "used_percent" in r.fields}
+    # This machine's own devices and drives (diskprobe --once: one sample each) fire only if
+    # they really are busy or worn; on a CI VM they are not.
+    real = [r for r in rows if r.origin == "real"]
+    busy: dict[str, dict[Labels, str]] = {
+        kind: {(r.tags["host"], r.tags["device"]): "warning" for r in real
+               if r.measurement == "diskprobe_io" and re.fullmatch(pattern, r.tags["device"])
+               and float(r.fields["util_percent"]) > 90 and float(r.fields["await_ms"]) > limit}
+        for kind, pattern, limit in (("nvme", r"nvme[0-9]+n[0-9]+", 10),
+                                     ("other", r"(sd|vd|xvd|hd)[a-z]+", 50))
+    }
+    wear = _last_smart(real, "percentage_used")
+    warning = _last_smart(real, "critical_warning")
+    spare = _last_smart(real, "available_spare_percent")
+    spare_threshold = _last_smart(real, "available_spare_threshold_percent")
+    spare_margin = {k: v - spare_threshold[k] for k, v in spare.items() if k in spare_threshold}
+    return {
+        "diskprobe-reallocated-growth": {(STORE, data.REALLOC_CASE): "warning"},
+        "diskprobe-pending-growth": {(STORE, data.PENDING_CASE): "warning"},
+        "diskprobe-verdict": {key: "critical" if code == 2 else "warning"
+                              for key, code in verdicts.items() if code >= 1},
+        "diskprobe-nvme-critical-warning": {
+            (GPU, "failing-nvme-samsung-mzwll3t2hajq-critical-warning"): "critical",
+            (GPU, data.WORN_A): "critical",
+            **{k: "critical" for k, v in warning.items() if v != 0},
+        },
+        "diskprobe-nvme-wear": {
+            (GPU, data.WORN_A): "critical", (GPU, data.WORN_B): "warning",
+            **{k: "critical" if v >= 95 else "warning" for k, v in wear.items() if v >= 80},
+        },
+        "diskprobe-nvme-spare": {
+            (GPU, data.WORN_A): "critical", (GPU, data.WORN_B): "warning",
+            **{k: "critical" if v < 0 else "warning" for k, v in spare_margin.items() if v <= 10},
+        },
+        "diskprobe-fs-fill-forecast": {(PROBE, "/scratch"): "critical",
+                                       (PROBE, "/checkpoints"): "warning"},
+        "diskprobe-fs-used": {key: "critical" for key, pct in used.items() if pct > 95},
+        "diskprobe-fs-stuck": {(PROBE, data.STUCK): "critical"},
+        "diskprobe-io-saturated-nvme": {(GPU, "nvme1n1"): "warning", **busy["nvme"]},
+        "diskprobe-io-saturated-other": {(GPU, "sdb"): "warning", **busy["other"]},
+        "diskprobe-agent-silent": {(SILENT,): "critical"},
+    }
+
+
+def test_expectations_cover_failing_and_healthy_golden_drives(rows: list[Row]) -> None:
+    verdicts = expected_firing(rows)["diskprobe-verdict"]
+    assert verdicts[(STORE, "failing-scsi-seagate-st373453lc-grown260")] == "critical"
+    assert verdicts[(STORE, data.REALLOC_CASE)] == "warning"
+    assert (GPU, "nvme-samsung-970-evo-plus-250gb") not in verdicts
+    assert (STORE, "ata-hdd-wdc-wd20efrx-68euzn0") not in verdicts
+    failing = {r.meta["case"] for r in rows if r.meta.get("case", "").startswith("failing-")}
+    assert {serial for _, serial in verdicts} >= failing
+    assert expected_firing(rows)["diskprobe-fs-used"][(PROBE, data.FULL)] == "critical"
+
+
+ALERT_UIDS = sorted(p.stem for p in TICKS)
+
+
+def test_every_alert_has_a_tickscript_and_grafana_rules_and_an_expectation(
+    rows: list[Row],
+) -> None:
+    grafana_uids = {re.sub(r"-(warn|crit)$", "", r["uid"])
+                    for g in _yaml()["groups"] for r in g["rules"]}
+    assert set(ALERT_UIDS) == grafana_uids == set(expected_firing(rows))
+
+
+def _labels(series: dict[str, Any], names: list[str]) -> Labels:
+    return tuple(series["tags"][name] for name in names)
+
+
+@pytest.mark.parametrize("uid", ALERT_UIDS)
+def test_grafana_rules_fire_for_exactly_the_expected_cases(
+    uid: str, influx_db: tuple[InfluxServer, str], rows: list[Row]
+) -> None:
+    server, db = _loaded(influx_db, rows)
+    rules = [r for g in _yaml()["groups"] for r in g["rules"]
+             if re.sub(r"-(warn|crit)$", "", r["uid"]) == uid]
+    fired: dict[Labels, str] = {}
+    now_ms = time.time_ns() // 10**6 + 1
+    for rule in rules:
+        query_node, _, threshold_node = rule["data"]
+        query = grafana_alert_query(query_node["model"]["query"],
+                                    query_node["relativeTimeRange"], now_ms)
+        assert not leftovers(query), query
+        evaluator = threshold_node["model"]["conditions"][0]["evaluator"]
+        group_by = re.findall(r'"([^"]+)"', query.rsplit(" GROUP BY ", 1)[1])
+        for series in run(server, db, query):
+            value = reduce_last(series)
+            if value is not None and threshold(evaluator["type"], evaluator["params"], value):
+                labels = _labels(series, group_by)
+                assert labels not in fired, f"{labels} fires at two severities"
+                fired[labels] = rule["labels"]["severity"]
+    assert fired == expected_firing(rows)[uid]
+
+
+@pytest.mark.parametrize("uid", ALERT_UIDS)
+def test_tickscripts_fire_for_exactly_the_expected_cases(
+    uid: str, influx_db: tuple[InfluxServer, str], rows: list[Row]
+) -> None:
+    server, db = _loaded(influx_db, rows)
+    tick = parse_tick((DASHBOARDS / "alerts" / "kapacitor" / f"{uid}.tick").read_text())
+    statement = kapacitor_statement(tick, db, time.time_ns() + 10**6)
+    fired: dict[Labels, str] = {}
+    for series in run(server, db, statement):
+        level = kapacitor_level(tick, series)
+        if level:
+            fired[_labels(series, list(tick.group_by))] = level
+    assert fired == expected_firing(rows)[uid], statement
