@@ -28,6 +28,8 @@ from diskprobe.serializers.influx import InfluxSerializer
 from diskprobe.smart.devices import DriveSpec
 from diskprobe.state import StateStore
 
+from lineproto import Point
+
 TESTS = Path(__file__).parent
 FAKE_SMARTCTL = TESTS / "fake_smartctl" / "smartctl"
 GOLDEN_JSON = TESTS / "golden" / "smart-json"
@@ -189,3 +191,32 @@ def fake_smartctl_env(root: Path) -> Iterator[None]:
             os.environ.pop("FAKE_SMARTCTL_DIR", None)
         else:
             os.environ["FAKE_SMARTCTL_DIR"] = saved
+
+
+def golden_key(point: Point) -> str:
+    """How golden lines are paired: the drive point, and each attribute by its id."""
+    if point.measurement == "diskprobe_smart_attr":
+        return f"diskprobe_smart_attr id={point.tags.get('id')}"
+    return point.measurement
+
+
+def golden_by_key(points: list[Point]) -> dict[str, Point]:
+    keyed = {golden_key(point): point for point in points}
+    assert len(keyed) == len(points), "two lines with the same measurement and attribute id"
+    return keyed
+
+
+def golden_differences(expected: Point, actual: Point) -> frozenset[str]:
+    """The tags and fields that differ; type() as well: 1, 1.0 and True are not equal here."""
+    out = set()
+    for kind, want, got in (
+        ("tag", expected.tags, actual.tags),
+        ("field", expected.fields, actual.fields),
+    ):
+        for name in set(want) | set(got):
+            missing = name not in want or name not in got
+            if missing or (type(want[name]), want[name]) != (type(got[name]), got[name]):
+                out.add(f"{kind}:{name}")
+    if expected.time_ns != actual.time_ns:
+        out.add("timestamp")
+    return frozenset(out)

@@ -21,12 +21,14 @@ from smart_harness import (
     GoldenRun,
     call_device,
     device_line,
+    golden_by_key,
     golden_cases,
+    golden_differences,
     run_golden_case,
 )
 
 from helpers import assert_schema
-from lineproto import Point, parse_lines
+from lineproto import parse_lines
 
 CASES = golden_cases()
 
@@ -137,34 +139,6 @@ NO_VERDICT: dict[str, str] = {
 }
 
 
-def _key(point: Point) -> str:
-    if point.measurement == "diskprobe_smart_attr":
-        return f"diskprobe_smart_attr id={point.tags.get('id')}"
-    return point.measurement
-
-
-def _by_key(points: list[Point]) -> dict[str, Point]:
-    keyed = {_key(point): point for point in points}
-    assert len(keyed) == len(points), "two lines with the same measurement and attribute id"
-    return keyed
-
-
-def _differences(expected: Point, actual: Point) -> frozenset[str]:
-    out = set()
-    for kind, want, got in (
-        ("tag", expected.tags, actual.tags),
-        ("field", expected.fields, actual.fields),
-    ):
-        for name in set(want) | set(got):
-            missing = name not in want or name not in got
-            # type() as well: 1 (int) and 1.0 or True must not pass for each other.
-            if missing or (type(want[name]), want[name]) != (type(got[name]), got[name]):
-                out.add(f"{kind}:{name}")
-    if expected.time_ns != actual.time_ns:
-        out.add("timestamp")
-    return frozenset(out)
-
-
 class Runs:
     """Each case read once, on first use (a real smartctl process per case), then shared."""
 
@@ -201,11 +175,11 @@ def test_golden_case(case: Path, runs: Runs) -> None:
         "lines against response.json, then write it with --write"
     )
     run = runs[case.name]
-    expected = _by_key(parse_lines(expected_file.read_text(encoding="utf-8")))
-    actual = _by_key(parse_lines(run.text))
+    expected = golden_by_key(parse_lines(expected_file.read_text(encoding="utf-8")))
+    actual = golden_by_key(parse_lines(run.text))
     assert list(actual) == list(expected), f"{case.name}: lines differ\n{run.text}"
     known = {bug.line: bug for bug in KNOWN_PLUGIN_BUGS.get(case.name, ())}
-    differing = {key: _differences(expected[key], actual[key]) for key in expected}
+    differing = {key: golden_differences(expected[key], actual[key]) for key in expected}
     differing = {key: names for key, names in differing.items() if names}
     unexpected = {
         key: sorted(names)

@@ -24,10 +24,11 @@ import pytest
 
 from diskprobe.smart import json_parser, text_parser
 from diskprobe.smart.devices import DriveSpec, parse_scan
+from smart_harness import golden_by_key, golden_differences
 from smart_text_cases import GOLDEN_TEXT, TextRun, run_text_case, text_cases
 
 from helpers import assert_schema
-from lineproto import Point, parse_lines
+from lineproto import parse_lines
 
 CASES = text_cases()
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"
@@ -274,33 +275,6 @@ NO_VERDICT: dict[str, str] = {
 }
 
 
-def _key(point: Point) -> str:
-    if point.measurement == "diskprobe_smart_attr":
-        return f"diskprobe_smart_attr id={point.tags.get('id')}"
-    return point.measurement
-
-
-def _by_key(points: list[Point]) -> dict[str, Point]:
-    keyed = {_key(point): point for point in points}
-    assert len(keyed) == len(points), "two lines with the same measurement and attribute id"
-    return keyed
-
-
-def _differences(expected: Point, actual: Point) -> frozenset[str]:
-    out = set()
-    for kind, want, got in (
-        ("tag", expected.tags, actual.tags),
-        ("field", expected.fields, actual.fields),
-    ):
-        for name in set(want) | set(got):
-            missing = name not in want or name not in got
-            if missing or (type(want[name]), want[name]) != (type(got[name]), got[name]):
-                out.add(f"{kind}:{name}")
-    if expected.time_ns != actual.time_ns:
-        out.add("timestamp")
-    return frozenset(out)
-
-
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, TextRun]:
     """Each case read once by the collector (three fake smartctl processes per case)."""
@@ -316,11 +290,11 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, TextRun]:
 @pytest.mark.parametrize("case", CASES, ids=[case.name for case in CASES])
 def test_golden_text_case(case: Path, runs: dict[str, TextRun]) -> None:
     run = runs[case.name]
-    expected = _by_key(parse_lines((case / "expected.out").read_text(encoding="utf-8")))
-    actual = _by_key(parse_lines(run.text))
+    expected = golden_by_key(parse_lines((case / "expected.out").read_text(encoding="utf-8")))
+    actual = golden_by_key(parse_lines(run.text))
     assert list(actual) == list(expected), f"{case.name}: lines differ\n{run.text}"
     known = {bug.line: bug for bug in KNOWN_PLUGIN_BUGS.get(case.name, ())}
-    differing = {key: _differences(expected[key], actual[key]) for key in expected}
+    differing = {key: golden_differences(expected[key], actual[key]) for key in expected}
     differing = {key: names for key, names in differing.items() if names}
     unexpected = {
         key: sorted(names)

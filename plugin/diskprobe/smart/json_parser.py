@@ -16,17 +16,6 @@ from diskprobe.smart.model import Attribute, DriveHealth
 from diskprobe.smart.rawvalues import attribute_raw, parse_raw
 from diskprobe.smart.runner import POWER_MODE_MESSAGE
 
-ATA_COUNTERS = {
-    5: "reallocated_sectors",
-    10: "spin_retries",
-    184: "end_to_end_errors",
-    187: "reported_uncorrectable",
-    188: "command_timeouts",
-    196: "reallocation_events",
-    197: "pending_sectors",
-    198: "offline_uncorrectable",
-    199: "crc_errors",
-}
 # Normalized values that mean "life left, %", in order of preference, by vendor use:
 # 231 SSD_Life_Left (SandForce, Kingston), 233 Media_Wearout_Indicator (Intel),
 # 177 Wear_Leveling_Count (Samsung), 202 Percent_Lifetime_Remain (Micron, Crucial),
@@ -151,10 +140,7 @@ def _ata(data: dict[str, Any], health: DriveHealth) -> None:
         attribute = _attribute(row, health.model)
         if attribute is None:
             continue
-        health.attributes.append(attribute)
-        name = ATA_COUNTERS.get(attribute.id)
-        if name is not None and attribute.raw is not None:
-            health.counters[name] = attribute.raw
+        health.add_attribute(attribute)
 
 
 def _attribute(row: Any, model: str) -> Attribute | None:

@@ -5,6 +5,18 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional
 
+ATA_COUNTERS = {
+    5: "reallocated_sectors",
+    10: "spin_retries",
+    184: "end_to_end_errors",
+    187: "reported_uncorrectable",
+    188: "command_timeouts",
+    196: "reallocation_events",
+    197: "pending_sectors",
+    198: "offline_uncorrectable",
+    199: "crc_errors",
+}
+
 
 @dataclass
 class Attribute:
@@ -47,3 +59,10 @@ class DriveHealth:
     @property
     def standby(self) -> bool:
         return self.power_mode in ("standby", "sleep")
+
+    def add_attribute(self, attribute: Attribute) -> None:
+        """Record an ATA attribute; the ones with a schema name also become counters."""
+        self.attributes.append(attribute)
+        name = ATA_COUNTERS.get(attribute.id)
+        if name is not None and attribute.raw is not None:
+            self.counters[name] = attribute.raw

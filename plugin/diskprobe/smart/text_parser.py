@@ -14,7 +14,6 @@ import re
 from typing import Optional
 
 from diskprobe.smart.json_parser import (
-    ATA_COUNTERS,
     NVME_COUNTERS,
     NVME_DATA_UNIT_BYTES,
     media_from_attributes,
@@ -153,10 +152,7 @@ def _ata(info: Labels, text: str, health: DriveHealth) -> None:
         attribute = _attribute(line, health.model)
         if attribute is None:
             continue
-        health.attributes.append(attribute)
-        name = ATA_COUNTERS.get(attribute.id)
-        if name is not None and attribute.raw is not None:
-            health.counters[name] = attribute.raw
+        health.add_attribute(attribute)
     _ata_values(info, text, health)
 
 
