@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import gc
 import os
 import signal
@@ -13,6 +14,7 @@ from typing import Sequence
 
 from diskprobe import __version__
 from diskprobe.collectors.base import Collector
+from diskprobe.collectors.cgroup_io import CgroupIoCollector
 from diskprobe.collectors.filesystems import FilesystemsCollector
 from diskprobe.collectors.io import IoCollector
 from diskprobe.collectors.smart import SmartCollector
@@ -25,6 +27,8 @@ from diskprobe.runtime import STOP, Runtime, watch_stdin
 from diskprobe.sample_config import render_sample_config
 from diskprobe.serializers import FORMATS, make_serializer
 from diskprobe.serializers.collectd import collectd_interval
+from diskprobe.sinks.influxdb import InfluxDBOutput, OutputStatsCollector
+from diskprobe.sinks.influxdb import validate as validate_influxdb
 from diskprobe.state import StateStore
 
 ONCE_DEFAULT_INTERVAL = 1.0
@@ -46,6 +50,11 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--textfile", metavar="PATH", help="write each batch to PATH atomically (prometheus)"
     )
+    parser.add_argument("--output", choices=("stdout", "influxdb"), help="where batches go")
+    parser.add_argument("--url", help="InfluxDB URL (--output influxdb)")
+    parser.add_argument("--org", help="InfluxDB organization")
+    parser.add_argument("--bucket", help='InfluxDB bucket (1.8: "db/rp")')
+    parser.add_argument("--token-file", metavar="FILE", help="InfluxDB token (else INFLUX_TOKEN)")
     parser.add_argument("--debug", action="store_true", default=None, help="log D! lines")
     parser.add_argument("--sample-config", action="store_true", help="print a commented config")
     parser.add_argument("--version", action="version", version=f"diskprobe {__version__}")
@@ -66,8 +75,16 @@ def _load(args: argparse.Namespace) -> AgentConfig:
         interval = ONCE_DEFAULT_INTERVAL
     elif (args.format or config.format) == "collectd" and config.interval == AgentConfig.interval:
         interval = collectd_interval(os.environ)  # collectd's Interval replaces the 10s default
+    flags = {"kind": args.output, "url": args.url, "org": args.org, "bucket": args.bucket,
+             "token_file": args.token_file}  # fmt: skip
+    output = dataclasses.replace(config.output, **{k: v for k, v in flags.items() if v is not None})
+    if output.kind == "influxdb":
+        validate_influxdb(output)
+        if (args.format or config.format) != "influx" or (args.textfile or config.textfile):
+            raise ConfigError('[output] kind = "influxdb" needs format = "influx" and no textfile')
     return with_overrides(
         config,
+        output=output,
         interval=interval,
         trigger=args.trigger,
         format=args.format,
@@ -86,6 +103,8 @@ def build_collectors(
         collectors.append(FilesystemsCollector(config.filesystems, roots, log, state))
     if config.smart.enabled:
         collectors.append(SmartCollector(config.smart, log, state, blocking=once, roots=roots))
+    if config.cgroup_io.enabled:
+        collectors.append(CgroupIoCollector(config.cgroup_io, roots, log))
     return collectors
 
 
@@ -106,7 +125,9 @@ def _silence_stdout() -> None:
         pass
 
 
-def _output(config: AgentConfig) -> Output:
+def _output(config: AgentConfig, log: Logger) -> Output:
+    if config.output.kind == "influxdb":
+        return InfluxDBOutput(config.output, log)
     return TextfileOutput(config.textfile) if config.textfile else StreamOutput(sys.stdout.buffer)
 
 
@@ -124,15 +145,19 @@ def stdin_is_a_channel() -> bool:
 def run(config: AgentConfig, once: bool, log: Logger) -> int:
     roots = HostRoots.from_env(os.environ)
     state = StateStore(config.state_file, log, config.state_save_interval)
+    output = _output(config, log)
+    collectors = build_collectors(config, roots, log, state, once)
+    if isinstance(output, InfluxDBOutput):
+        collectors.append(OutputStatsCollector(output))
     runtime = Runtime(
-        build_collectors(config, roots, log, state, once),
+        collectors,
         make_serializer(
             config.format,
             env=os.environ,
             interval=config.interval,
             slowest_interval=config.smart.interval if config.smart.enabled else 0.0,
         ),
-        _output(config),
+        output,
         log,
         config.interval,
         state,
@@ -161,6 +186,7 @@ def run(config: AgentConfig, once: bool, log: Logger) -> int:
         return 0
     finally:
         runtime.close()
+        output.close()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -185,5 +211,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OutputClosed:
         _silence_stdout()
         return 0
+    except ConfigError as error:  # found while opening the output: token file, spool lock
+        log.error(f"config: {error}")
+        return 2
     except KeyboardInterrupt:
         return 0

@@ -69,7 +69,7 @@ PROCESS_IO = MeasurementSpec(
 
 CGROUP_IO = MeasurementSpec(
     name="diskprobe_cgroup_io",
-    description="I/O per cgroup and device in the interval (cgroup v2 io.stat, or v1 blkio.throttle.*_recursive), only for cgroups with I/O, at most max_cgroups, busiest first.",
+    description="I/O per cgroup and device in the interval (cgroup v2 io.stat, or v1 blkio.throttle.*_recursive): each cgroup's own I/O, its subtree's minus its children's, so points add up to the host total and a pod is `sum by pod_uid`. Only cgroups with I/O in the interval, at most max_cgroups, busiest first. On cgroup v1 with kernel 6.10+, blkio counts nothing until some cgroup has a throttle limit on the disk.",
     tags=(
         TagSpec("cgroup", "cgroup path below the hierarchy root."),
         TagSpec("device", "Kernel device name resolved from maj:min."),

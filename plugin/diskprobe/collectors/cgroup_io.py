@@ -1,0 +1,183 @@
+"""diskprobe_cgroup_io: I/O per cgroup and device, from deltas of the cgroup's counters.
+
+Both cgroup v2 io.stat and v1 blkio.throttle.*_recursive counters are hierarchical: a parent
+counts its whole subtree, so reporting them per level would count every byte once per
+ancestor (and "busiest first" would always pick the root, kubepods.slice, the QoS slice...).
+Each point therefore carries the cgroup's OWN I/O: its subtree rate minus the subtree rates
+of its children measured in the same interval (clamped at 0). Points add up to the host total
+without double counting; a pod's total is `sum by pod_uid`. I/O of children that appeared or
+vanished within the interval, or that lie below max_depth, is credited to the deepest walked
+ancestor. On v1, buffered writeback is charged to the root cgroup ("/") by the kernel.
+
+Since Linux 6.10 v1 blk-throttle (and so its statistics) is only set up on a device once some
+cgroup has a throttle limit on it: without one the v1 counters stay at zero.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Callable
+
+from diskprobe.collectors.base import Collection
+from diskprobe.compute.cgroup_tags import cgroup_tags
+from diskprobe.config import CgroupIoConfig
+from diskprobe.log import Logger
+from diskprobe.metric import FieldValue, Metric
+from diskprobe.roots import HostRoots
+from diskprobe.sources.cgroups import (
+    DISCARD_BYTES,
+    READ_BYTES,
+    WRITE_BYTES,
+    DeviceNames,
+    DevNo,
+    Hierarchy,
+    find_hierarchy,
+    parse_counters_text,
+    parse_pressure,
+    read_counters_text,
+    read_text,
+    walk_cgroups,
+)
+
+MEASUREMENT = "diskprobe_cgroup_io"
+RATE_FIELDS = (
+    "read_bytes_per_sec",
+    "write_bytes_per_sec",
+    "reads_per_sec",
+    "writes_per_sec",
+    "discard_bytes_per_sec",  # v2 only: v1 tuples are one shorter, so it is never emitted
+)
+Rates = dict[DevNo, tuple[float, ...]]
+Sample = tuple[str, dict[DevNo, tuple[int, ...]]]  # (raw text, parsed counters)
+
+
+def subtree_rates(
+    before: dict[DevNo, tuple[int, ...]], after: dict[DevNo, tuple[int, ...]], elapsed: float
+) -> Rates:
+    """Per-device rates; a device whose counters went backwards (reset) is skipped once."""
+    rates: Rates = {}
+    for devno, current in after.items():
+        previous = before.get(devno, (0,) * len(current))
+        deltas = [cur - prev for cur, prev in zip(current, previous)]
+        if len(previous) == len(current) and min(deltas) >= 0 and max(deltas) > 0:
+            rates[devno] = tuple(delta / elapsed for delta in deltas)
+    return rates
+
+
+def _bytes_per_sec(rates: Rates) -> float:
+    return sum(r[READ_BYTES] + r[WRITE_BYTES] + sum(r[DISCARD_BYTES:]) for r in rates.values())
+
+
+def own_rates(subtree: dict[str, Rates]) -> dict[str, Rates]:
+    """Subtract each cgroup's subtree rates from its nearest measured ancestor's (see above)."""
+    own = {path: dict(rates) for path, rates in subtree.items()}
+    for path, rates in subtree.items():
+        ancestor = path
+        while ancestor and (ancestor := os.path.dirname(ancestor)) not in own:
+            pass
+        parent = own.get(ancestor) if path else None
+        if parent is None:
+            continue
+        for devno, child in rates.items():
+            if devno in parent:
+                parent[devno] = tuple(max(0.0, p - c) for p, c in zip(parent[devno], child))
+    return own
+
+
+class CgroupIoCollector:
+    """Keeps the previous counters per cgroup; each collect() yields the busiest cgroups."""
+
+    name = "cgroup_io"
+    needs_prime = True
+
+    def __init__(
+        self,
+        config: CgroupIoConfig,
+        roots: HostRoots,
+        log: Logger,
+        monotonic: Callable[[], float] = time.monotonic,
+        wall_ns: Callable[[], int] = time.time_ns,
+    ) -> None:
+        self.config = config
+        self.interval = config.interval
+        self._roots = roots
+        self._log = log
+        self._monotonic = monotonic
+        self._wall_ns = wall_ns
+        self._hierarchy: Hierarchy | None = None
+        self._previous: dict[str, Sample] = {}
+        self._previous_at = 0.0
+        self._devices = DeviceNames(roots)
+        self._tags: dict[str, dict[str, str]] = {}
+
+    def close(self) -> None:
+        pass
+
+    def _find(self) -> Hierarchy | None:
+        if self._hierarchy is None:
+            self._hierarchy = find_hierarchy(self._roots)
+            if self._hierarchy is None and self._log.first_time("cgroup_io:none"):
+                self._log.info(
+                    f"cgroup_io: no cgroup v2 io controller nor v1 blkio under "
+                    f"{self._roots.sys_path('fs', 'cgroup')}; cgroup_io stays idle"
+                )
+        return self._hierarchy
+
+    def collect(self) -> Collection:
+        hierarchy = self._find()
+        if hierarchy is None:
+            return Collection()
+        now, time_ns = self._monotonic(), self._wall_ns()
+        elapsed, previous = now - self._previous_at, self._previous
+        current: dict[str, Sample] = {}
+        subtree: dict[str, Rates] = {}
+        for path in walk_cgroups(hierarchy.root, self.config.max_depth):
+            text = read_counters_text(hierarchy, path)
+            if text is None:
+                continue
+            before = previous.get(path)
+            if before is not None and before[0] == text:  # idle: no parsing, no rates
+                current[path] = before
+                continue
+            current[path] = (text, parse_counters_text(hierarchy.version, text))
+            if before is not None and elapsed > 0:
+                rates = subtree_rates(before[1], current[path][1], elapsed)
+                if rates:
+                    subtree[path] = rates
+        self._previous, self._previous_at = current, now
+        if len(self._tags) > 2 * len(current) + 64:
+            self._tags.clear()
+        metrics = self._metrics(hierarchy, own_rates(subtree), time_ns)
+        return Collection(metrics=metrics, items=len(current))
+
+    def _metrics(self, hierarchy: Hierarchy, own: dict[str, Rates], time_ns: int) -> list[Metric]:
+        busy = {path: rates for path, rates in own.items() if any(map(any, rates.values()))}
+        ranked = sorted(busy, key=lambda path: (-_bytes_per_sec(busy[path]), path))
+        metrics = []
+        for path in ranked[: self.config.max_cgroups]:
+            pressure = self._pressure(hierarchy, path)
+            for devno, rates in sorted(busy[path].items()):
+                if not any(rates):
+                    continue
+                tags = dict(self._cgroup_tags(path), device=self._devices.name(devno))
+                fields: dict[str, FieldValue] = dict(zip(RATE_FIELDS, rates))
+                fields.update(pressure)
+                metrics.append(Metric(MEASUREMENT, tags, fields, time_ns))
+        return metrics
+
+    def _cgroup_tags(self, path: str) -> dict[str, str]:
+        tags = self._tags.get(path)
+        if tags is None:
+            tags = self._tags[path] = cgroup_tags(path)
+        return tags
+
+    def _pressure(self, hierarchy: Hierarchy, path: str) -> dict[str, FieldValue]:
+        if hierarchy.version != 2:
+            return {}
+        text = read_text(os.path.join(hierarchy.root, path, "io.pressure")) or ""
+        fields: dict[str, FieldValue] = {}
+        for kind, values in parse_pressure(text).items():
+            if kind in ("some", "full") and "avg10" in values:
+                fields[f"{kind}_avg10"] = values["avg10"]
+        return fields
