@@ -27,6 +27,11 @@ VENV="${DISKPROBE_VENV:-.venv}"
 [ -x "$VENV/bin/python" ] || "$PYTHON" -m venv "$VENV"
 "$VENV/bin/python" -m pip install -q --upgrade pip
 "$VENV/bin/python" -m pip install -q -e '.[test]'
+# The training-job callbacks run real fits: Keras 3 on the CPU PyTorch backend, and Lightning.
+# torch is pinned so pip takes this machine's local CPU wheel and Lightning cannot swap it.
+echo "torch==2.13.0" > "$VENV/torch-constraint.txt"
+"$VENV/bin/python" -m pip install -q -c "$VENV/torch-constraint.txt" torch==2.13.0 keras lightning
+export KERAS_BACKEND=torch
 
 "$VENV/bin/ruff" check plugin tests dashboards
 "$VENV/bin/mypy"

@@ -64,6 +64,14 @@ class StateStore:
             log.info(f"state: {configured_path} is not writable; using {self.path}")
         self._load()
 
+    @classmethod
+    def in_memory(cls, log: Logger) -> StateStore:
+        """A store that never touches disk (the window lives as long as its owner)."""
+        store = cls.__new__(cls)
+        store._log, store.save_interval, store._monotonic = log, 0.0, time.monotonic
+        store._last_save, store.sections, store.path = None, {}, None
+        return store
+
     def _load(self) -> None:
         if self.path is None or not os.path.exists(self.path):
             return

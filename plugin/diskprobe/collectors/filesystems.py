@@ -42,6 +42,7 @@ class FilesystemsCollector:
         state: StateStore,
         prober: StatfsProber | None = None,
         wall: Callable[[], float] = time.time,
+        targets: Callable[[], list[MountTarget]] | None = None,
     ) -> None:
         self.config = config
         self.interval = config.interval
@@ -51,10 +52,13 @@ class FilesystemsCollector:
         _drop_malformed(self._windows)
         self._prober = prober or StatfsProber(config.stat_timeout)
         self._wall = wall
+        self._chosen_targets = targets
         self._stuck: set[str] = set()  # timed out: W! logged, I! due when it answers
         self._failing: dict[str, int] = {}  # path -> errno last logged
 
     def _targets(self) -> list[MountTarget]:
+        if self._chosen_targets is not None:
+            return self._chosen_targets()  # a caller that picks its own mounts (DiskGuard)
         config = self.config
         return select_mounts(
             read_mountinfo(self._roots),

@@ -1,0 +1,222 @@
+"""DiskGuard: "is there still room to write?" for training jobs and batch scripts.
+
+    guard = DiskGuard(["/data/checkpoints"], min_free_bytes="20GB", min_hours_to_full=2)
+    status = guard.check()  # cached for check_every seconds: cheap enough for every batch
+    if not status.ok: print(status.reasons)
+
+Same numbers as the plugin's diskprobe_fs (df's Avail and Use%, hang-proof statfs, the
+upper-envelope fill-rate forecast) from an in-process FilesystemsCollector; the forecast
+window lives in memory, or in `state_file` to survive restarts. Imports no ML framework.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence, Union
+
+from diskprobe.collectors.filesystems import MEASUREMENT, FilesystemsCollector
+from diskprobe.compute.mount_selection import MountTarget, select_mounts
+from diskprobe.config import FilesystemsConfig
+from diskprobe.durations import parse_duration
+from diskprobe.log import Logger
+from diskprobe.roots import HostRoots
+from diskprobe.sources.mountinfo import Mount, parse_mountinfo
+from diskprobe.sources.statfs import StatfsProber
+from diskprobe.state import StateStore
+
+__all__ = ["DiskGuard", "GuardStatus", "PathStatus", "format_size", "parse_size"]
+
+Size = Union[int, float, str]
+Duration = Union[int, float, str]
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*([kmgtp]?)(i?)(b?)\s*$", re.IGNORECASE)
+_POWERS = {"": 0, "k": 1, "m": 2, "g": 3, "t": 4, "p": 5}
+
+
+def parse_size(value: Size) -> int:
+    """Bytes: 123, "20GB" / "20G" (decimal, like df -H), "20GiB" (binary). No percentages."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        if value < 0:
+            raise ValueError(f"negative size {value!r}")
+        return int(value)
+    match = _SIZE.match(str(value))
+    if match is None:
+        raise ValueError(f'bad size {value!r} (use e.g. 500000000, "20GB", "20GiB", "5%")')
+    number, prefix, binary, _b = match.groups()
+    if binary and not prefix:
+        raise ValueError(f"bad size {value!r}")
+    base = 1024 if binary else 1000
+    return int(float(number) * base ** _POWERS[prefix.lower()])
+
+
+def _parse_percent(value: Size) -> float:
+    text = str(value).strip()
+    number = float(text[:-1] if text.endswith("%") else text)
+    if not 0 <= number <= 100:
+        raise ValueError(f"percentage {value!r} is not within 0..100")
+    return number
+
+
+def format_size(count: float) -> str:
+    """Decimal, like df -H: "1.2 GB", "20 GB", "512 B"."""
+    value, unit = float(count), "B"
+    for next_unit in ("kB", "MB", "GB", "TB", "PB"):
+        if abs(value) < 1000:
+            break
+        value, unit = value / 1000, next_unit
+    text = f"{value:.0f}" if abs(value) >= 100 or unit == "B" else f"{value:.1f}"
+    return f"{text.removesuffix('.0')} {unit}"
+
+
+@dataclass(frozen=True)
+class PathStatus:
+    path: str  # as given
+    mount_point: str  # the mount holding it ("" if it could not be resolved)
+    ok: bool
+    avail_bytes: int | None  # free space an ordinary user can still write (df's Avail)
+    total_bytes: int | None
+    used_percent: float | None  # df's Use%: used / (used + avail) * 100
+    fill_rate_bytes_per_sec: float | None  # None until the window holds enough samples
+    time_to_full_sec: float | None  # None: not filling, or no trustworthy trend yet
+    reasons: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class GuardStatus:
+    ok: bool
+    paths: tuple[PathStatus, ...]
+    reasons: tuple[str, ...]  # every path's reasons, e.g. "/data: 1.2 GB free, below 20 GB"
+    checked_at: float  # wall-clock time of the statfs this status comes from
+
+    def __bool__(self) -> bool:
+        return self.ok
+
+
+def _mount_of(real: str, mounts: Sequence[Mount]) -> Mount | None:
+    """The top mount whose mount point is the longest prefix of the resolved path."""
+    best: Mount | None = None
+    for mount in mounts:  # in mount order: a later mount on the same point covers earlier ones
+        point = mount.mount_point
+        inside = real == point or real.startswith(point.rstrip("/") + "/")
+        if inside and (best is None or len(point) >= len(best.mount_point)):
+            best = mount
+    return best
+
+
+class DiskGuard:
+    """Thresholds on the filesystems holding `paths`; any threshold crossed makes ok False."""
+
+    def __init__(
+        self,
+        paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
+        min_free_bytes: Size | None = None,
+        min_free_percent: Size | None = None,
+        min_hours_to_full: float | None = None,
+        check_every: Duration = 10.0,
+        *,
+        state_file: str | None = None,
+        forecast_window: Duration = "1h",
+        forecast_min_samples: int = 6,
+        stat_timeout: Duration = 5.0,
+        prober: StatfsProber | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        wall: Callable[[], float] = time.time,
+        log: Logger | None = None,
+    ) -> None:
+        items = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
+        if not items:
+            raise ValueError("DiskGuard needs at least one path")
+        self.paths = [os.fspath(item) for item in items]
+        self.min_free_bytes: int | None = None
+        percents = [] if min_free_percent is None else [_parse_percent(min_free_percent)]
+        if isinstance(min_free_bytes, str) and min_free_bytes.strip().endswith("%"):
+            percents.append(_parse_percent(min_free_bytes))  # "5%" given as min_free_bytes
+        elif min_free_bytes is not None:
+            self.min_free_bytes = parse_size(min_free_bytes)
+        self.min_free_percent: float | None = max(percents) if percents else None
+        self.min_hours_to_full = min_hours_to_full
+        self.check_every = _seconds(check_every)
+        self._clock = clock
+        self._last: tuple[float, GuardStatus] | None = None
+        self._state: StateStore = (
+            StateStore.in_memory(log or Logger())
+            if state_file is None
+            else StateStore(state_file, log or Logger())
+        )
+        config = FilesystemsConfig(
+            mount_points=[], ignore_fs=[], stat_timeout=_seconds(stat_timeout),
+            forecast_window=_seconds(forecast_window), forecast_min_samples=forecast_min_samples,
+        )  # fmt: skip
+        self._targets: list[MountTarget] = []  # the guard's mounts, set before each collect()
+        self._collector = FilesystemsCollector(
+            config, HostRoots(), log or Logger(), self._state, prober=prober, wall=wall,
+            targets=lambda: self._targets,
+        )  # fmt: skip
+        self._wall = wall
+
+    def check(self, force: bool = False) -> GuardStatus:
+        """The status, measured afresh at most once per check_every seconds."""
+        now = self._clock()
+        if not force and self._last is not None and now - self._last[0] < self.check_every:
+            return self._last[1]
+        status = self._measure()
+        self._last = (now, status)
+        return status
+
+    def close(self) -> None:
+        """Save the forecast window (with state_file) and stop the statfs helper."""
+        self._state.save(force=True)
+        self._collector.close()
+
+    def __enter__(self) -> DiskGuard:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+    def _measure(self) -> GuardStatus:
+        # Our own mount namespace: the paths were given as this process sees them.
+        with open("/proc/self/mountinfo", encoding="utf-8", errors="replace", newline="") as f:
+            mounts = parse_mountinfo(f.read())
+        points: dict[str, str] = {}
+        chosen: dict[str, Mount] = {}
+        for path in self.paths:
+            mount = _mount_of(os.path.realpath(path), mounts)
+            if mount is not None:
+                points[path] = mount.mount_point
+                chosen[mount.mount_point] = mount
+        self._targets = select_mounts(list(chosen.values()), ignore_fs=[], report_bind_mounts=True)
+        fields = {m.tags["path"]: m.fields for m in self._collector.collect().metrics
+                  if m.measurement == MEASUREMENT}  # fmt: skip
+        self._state.save()
+        statuses = tuple(self._judge(path, points.get(path, ""), fields) for path in self.paths)
+        reasons = tuple(reason for status in statuses for reason in status.reasons)
+        return GuardStatus(not reasons, statuses, reasons, self._wall())
+
+    def _judge(self, path: str, point: str, all_fields: dict[str, Any]) -> PathStatus:
+        got: dict[str, Any] = all_fields.get(point, {}) if point else {}
+        avail, used_percent = got.get("avail_bytes"), got.get("used_percent")
+        rate, ttf = got.get("fill_rate_bytes_per_sec"), got.get("time_to_full_sec")
+        reasons: list[str] = []
+        if not point:
+            reasons.append(f"{path}: no mount found for it")
+        elif avail is None:
+            reasons.append(f"{path}: statfs on {point} failed or did not answer")
+        if avail is not None and self.min_free_bytes is not None and avail < self.min_free_bytes:
+            limit = format_size(self.min_free_bytes)
+            reasons.append(f"{path}: {format_size(avail)} free, below {limit}")
+        free_percent = None if used_percent is None else 100.0 - used_percent
+        if free_percent is not None and free_percent < (self.min_free_percent or -1.0):
+            reasons.append(f"{path}: {free_percent:.1f}% free, below {self.min_free_percent:g}%")
+        hours = self.min_hours_to_full
+        if ttf is not None and hours is not None and ttf < hours * 3600:
+            speed = format_size(rate or 0)
+            reasons.append(f"{path}: full in {ttf / 3600:.2f} h at {speed}/s, below {hours:g} h")
+        return PathStatus(path, point, not reasons, avail, got.get("total_bytes"), used_percent,
+                          rate, ttf, tuple(reasons))  # fmt: skip
+
+
+def _seconds(value: Duration) -> float:
+    return parse_duration(value) if isinstance(value, str) else float(value)
