@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 APT_PACKAGES=(influxdb sysstat fio smartmontools util-linux e2fsprogs libfuse3-3 fuse3
-              prometheus-node-exporter collectd-core sudo libcap2-bin
+              prometheus-node-exporter collectd-core victoria-metrics sudo libcap2-bin
               python3 python3-venv python3-pip)
 missing=()
 for package in "${APT_PACKAGES[@]}"; do

@@ -14,6 +14,8 @@ class OutputClosed(Exception):
 class Output(Protocol):
     def write(self, text: str) -> None: ...
 
+    def close(self) -> None: ...
+
 
 class StreamOutput:
     """One write and one flush per batch, so the reader never sees half a batch."""
@@ -29,6 +31,9 @@ class StreamOutput:
             self._stream.flush()
         except BrokenPipeError:
             raise OutputClosed() from None
+
+    def close(self) -> None:
+        pass
 
 
 class TextfileOutput:
@@ -49,3 +54,6 @@ class TextfileOutput:
             if os.path.exists(temp):
                 os.unlink(temp)
             raise
+
+    def close(self) -> None:
+        pass

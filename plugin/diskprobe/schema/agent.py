@@ -32,7 +32,7 @@ AGENT = MeasurementSpec(
             "dropped_points",
             "int",
             "count",
-            "Points dropped because the output spool was full (output kind = influxdb; output collector only).",
+            "Points dropped since the previous batch: spool full, refused by the server (400/413/422) or spool unwritable (output kind = influxdb; output collector only).",
         ),
         _f(
             "spooled_points",

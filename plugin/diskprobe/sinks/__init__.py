@@ -1,0 +1,1 @@
+"""Outputs that talk to a database directly (kind = "influxdb")."""

@@ -1,0 +1,215 @@
+"""output kind = "influxdb": batches go through the InfluxDB v2 write API, via an on-disk spool.
+
+write() stores the batch in the spool (fsync + rename) and returns: the loop never waits on
+the network. A sender thread replays the spool oldest first, several batches per gzip'd
+request, and deletes them only after the server acknowledged them (HTTP 204). A failed
+request is retried after an exponential backoff (1 s doubling to 30 s, with jitter); 400/413/
+422 answers mean the server will never accept the batch: it is dropped and counted.
+Delivery is at-least-once: a request the server applied whose answer was lost is sent again.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import threading
+from typing import Any, Callable, Mapping
+
+from diskprobe.collectors.base import Collection
+from diskprobe.config import ConfigError, OutputConfig
+from diskprobe.log import Logger
+from diskprobe.sinks.spool import Spool, SpoolLocked
+
+BACKOFF_FIRST, BACKOFF_MAX = 1.0, 30.0
+REQUEST_MAX_BYTES = 4 * 1024 * 1024  # well under VictoriaMetrics' and InfluxDB's limits
+PERMANENT = (400, 413, 422)  # malformed or too large: retrying cannot help
+
+
+def read_token(config: OutputConfig, env: Mapping[str, str]) -> str:
+    if config.token_file:
+        try:
+            with open(config.token_file, encoding="utf-8") as handle:
+                return handle.read().strip()
+        except OSError as error:
+            raise ConfigError(
+                f"[output] token_file {config.token_file}: {error.strerror or error}"
+            ) from None
+    return env.get("INFLUX_TOKEN", "").strip()
+
+
+def validate(config: OutputConfig) -> None:
+    missing = [name for name in ("url", "bucket") if not getattr(config, name)]
+    if missing:
+        raise ConfigError(f'[output] kind = "influxdb" needs {" and ".join(missing)}')
+
+
+def _default_client(config: OutputConfig, token: str) -> Callable[[bytes], None]:
+    from influxdb_client.client.influxdb_client import InfluxDBClient
+    from influxdb_client.client.write_api import SYNCHRONOUS
+
+    client = InfluxDBClient(
+        url=config.url,
+        token=token,
+        org=config.org or "-",
+        timeout=int(config.timeout * 1000),
+        enable_gzip=True,
+    )
+    api = client.write_api(write_options=SYNCHRONOUS)
+
+    def send(body: bytes) -> None:
+        api.write(bucket=config.bucket, org=config.org or "-", record=body,
+                  write_precision="ns")  # type: ignore[arg-type]  # fmt: skip
+
+    return send
+
+
+def _status(error: BaseException) -> int | None:
+    status = getattr(error, "status", None)
+    return status if isinstance(status, int) else None
+
+
+class InfluxDBOutput:
+    def __init__(
+        self,
+        config: OutputConfig,
+        log: Logger,
+        env: Mapping[str, str] | None = None,
+        send: Callable[[bytes], None] | None = None,
+        start: bool = True,
+    ) -> None:
+        validate(config)
+        self._token = read_token(config, os.environ if env is None else env)
+        self._log = log
+        self._timeout = config.timeout
+        try:
+            self.spool = Spool(config.spool_dir, config.spool_max_bytes, log)
+        except SpoolLocked as error:
+            raise ConfigError(f"[output] spool_dir: {error}") from None
+        except OSError as error:
+            raise ConfigError(f"[output] spool_dir {config.spool_dir}: {error.strerror}") from None
+        self._send = send if send is not None else _default_client(config, self._token)
+        self._wake = threading.Event()
+        self._stopping = threading.Event()
+        self.backoff = 0.0  # seconds to wait before the next attempt; 0: healthy
+        self._failing = False
+        self._thread = threading.Thread(target=self._run, name="influxdb-sender", daemon=True)
+        if start:
+            self._thread.start()
+
+    def scrub(self, text: str) -> str:
+        return text.replace(self._token, "***") if self._token else text
+
+    def write(self, text: str) -> None:
+        if not text:
+            return
+        data = text.encode("utf-8")
+        try:
+            self.spool.append(data)
+        except OSError as error:  # disk full, spool removed: the batch cannot be kept
+            lost = self.spool.lost(data)
+            self._log.error(f"output spool: cannot store a batch ({error}); {lost} points lost")
+            return
+        self._wake.set()
+
+    def send_once(self) -> bool:
+        """One request with the oldest spooled batches; False if the server did not take it."""
+        batches = self.spool.take(REQUEST_MAX_BYTES)
+        if not batches:
+            return True
+        status = self._deliver(batches)
+        if status in PERMANENT and len(batches) > 1:
+            # One bad batch spoils the request: find it by sending them one by one. InfluxDB
+            # may have written the good lines of the refused request; resending them overwrites
+            # identical points (same series, fields and timestamp), so nothing doubles there.
+            for number, single in enumerate(batches):
+                status = self._deliver([single], refused_ok=True)
+                if status is not None and status not in PERMANENT:
+                    self.spool.release([seq for seq, _ in batches[number + 1 :]])
+                    return False
+            return True
+        return status is None or status in PERMANENT
+
+    def _deliver(self, batches: list[tuple[int, bytes]], refused_ok: bool = False) -> int | None:
+        """Send; None on success, else the HTTP status (0: no answer). Settles the spool."""
+        seqs = [seq for seq, _ in batches]
+        body = b"".join(data if data.endswith(b"\n") else data + b"\n" for _, data in batches)
+        try:
+            self._send(body)
+        except Exception as error:  # any failure: keep the batches unless the server refused
+            status = _status(error) or 0
+            if status in PERMANENT and (refused_ok or len(seqs) == 1):
+                self._log.error(
+                    f"output influxdb: server refused batch #{seqs[0]} (HTTP {status}: "
+                    f"{self._describe(error)}); dropped"
+                )
+                self.spool.done(seqs, delivered=False)
+            elif status not in PERMANENT:
+                self._fail(error)
+                self.spool.release(seqs)
+            else:
+                self.spool.release(seqs)
+            return status
+        self.spool.done(seqs, delivered=True)
+        if self._failing:
+            self._failing = False
+            self._log.forget("influxdb-down")
+            self._log.info("output influxdb: server reachable again; replaying the spool")
+        self.backoff = 0.0
+        return None
+
+    def _describe(self, error: BaseException) -> str:
+        body = getattr(error, "body", None) or getattr(error, "reason", None) or str(error)
+        text = f"{type(error).__name__}: {body}"
+        return self.scrub(text.replace("\n", " "))[:300]
+
+    def _fail(self, error: BaseException) -> None:
+        self._failing = True
+        self.backoff = min(BACKOFF_MAX, max(BACKOFF_FIRST, self.backoff * 2))
+        self._log.warn_once(
+            "influxdb-down",
+            f"output influxdb: write failed ({self._describe(error)}); spooling batches in "
+            f"{self.spool.directory} and retrying with backoff",
+        )
+        self._log.debug(f"output influxdb: retry in {self.backoff:g}s")
+
+    def _run(self) -> None:
+        while not self._stopping.is_set():
+            if self.backoff:
+                self._stopping.wait(self.backoff * random.uniform(1.0, 1.2))
+            else:
+                self._wake.wait()
+            self._wake.clear()
+            while not self._stopping.is_set() and len(self.spool) and self.send_once():
+                pass
+        if not self.backoff:  # last batch at exit: one try, bounded by the request timeout
+            while len(self.spool) and self.send_once():
+                pass
+
+    def stats(self) -> dict[str, int]:
+        return {"dropped_points": self.spool.take_dropped(), "spooled_points": self.spool.points()}
+
+    def close(self) -> None:
+        """Stop the sender (after one last try if healthy); unsent batches stay spooled."""
+        self._stopping.set()
+        self._wake.set()
+        if self._thread.is_alive():
+            self._thread.join(self._timeout + 1.0)
+        self.spool.close()
+
+
+class OutputStatsCollector:
+    """A diskprobe_agent,collector=output point per batch: dropped and spooled points."""
+
+    name = "output"
+    interval: float | None = None
+    needs_prime = False
+
+    def __init__(self, output: InfluxDBOutput) -> None:
+        self._output = output
+
+    def collect(self) -> Collection:
+        fields: dict[str, Any] = dict(self._output.stats())
+        return Collection(items=len(self._output.spool), agent_fields=fields)
+
+    def close(self) -> None:
+        pass

@@ -1,0 +1,192 @@
+"""The on-disk spool: one file per batch (`<seq>.lp`), oldest first, bounded in bytes.
+
+Every file is written to a temp name, fsynced and renamed, so a reader (or a restart after
+kill -9) sees whole batches only. Sequence numbers only grow, so name order is write order.
+When the bound is exceeded the oldest files are deleted and their points (lines) counted.
+One process owns a spool directory at a time (flock on `.lock`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import re
+import tempfile
+import threading
+from dataclasses import dataclass
+from typing import IO
+
+from diskprobe.log import Logger
+
+_NAME = re.compile(r"^(\d{20})\.lp$")
+
+
+class SpoolLocked(Exception):
+    """Another diskprobe is using this spool directory."""
+
+
+@dataclass(frozen=True)
+class Entry:
+    seq: int
+    size: int
+    points: int
+
+
+def count_points(data: bytes) -> int:
+    return sum(1 for line in data.splitlines() if line.strip() and not line.startswith(b"#"))
+
+
+class Spool:
+    def __init__(self, directory: str, max_bytes: int, log: Logger) -> None:
+        self.directory = directory
+        self.max_bytes = max_bytes
+        self._log = log
+        self._lock = threading.Lock()
+        self._entries: dict[int, Entry] = {}  # insertion order == seq order
+        self._busy: set[int] = set()  # being sent: never dropped under the sender's feet
+        self.dropped_points = 0  # since the last take_dropped()
+        os.makedirs(directory, mode=0o700, exist_ok=True)
+        self._lockfile: IO[bytes] | None = open(  # noqa: SIM115 - held open: the flock lives as long as the file
+            os.path.join(directory, ".lock"), "ab"
+        )
+        try:
+            fcntl.flock(self._lockfile.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            self._lockfile.close()
+            raise SpoolLocked(f"{directory} is in use by another diskprobe") from None
+        self._scan()
+
+    def _path(self, seq: int) -> str:
+        return os.path.join(self.directory, f"{seq:020d}.lp")
+
+    def _scan(self) -> None:
+        """Pick up what a previous run left; remove half-written temp files."""
+        found: list[Entry] = []
+        for name in os.listdir(self.directory):
+            path = os.path.join(self.directory, name)
+            match = _NAME.match(name)
+            if name.startswith(".spool.") and name.endswith(".tmp"):
+                os.unlink(path)  # a write that never got renamed: never acknowledged to anyone
+                continue
+            if match is None:
+                continue
+            try:
+                with open(path, "rb") as handle:
+                    data = handle.read()
+            except OSError as error:
+                self._log.warn(f"output spool: cannot read {name}: {error.strerror}; skipped")
+                continue
+            found.append(Entry(int(match.group(1)), len(data), count_points(data)))
+        for entry in sorted(found, key=lambda item: item.seq):
+            self._entries[entry.seq] = entry
+        self._next = (found and max(entry.seq for entry in found) + 1) or 1
+        if found:
+            self._log.info(
+                f"output spool: {len(found)} batches ({self.points()} points) left by a "
+                f"previous run in {self.directory}; replaying them"
+            )
+
+    def append(self, data: bytes) -> None:
+        """Store one batch durably, then enforce the size bound (dropping the oldest)."""
+        with self._lock:
+            seq = self._next
+            self._next += 1
+        handle, temp = tempfile.mkstemp(prefix=".spool.", suffix=".tmp", dir=self.directory)
+        try:
+            with os.fdopen(handle, "wb") as out:
+                out.write(data)
+                out.flush()
+                os.fsync(out.fileno())
+            os.replace(temp, self._path(seq))
+        except BaseException:
+            if os.path.exists(temp):
+                os.unlink(temp)
+            raise
+        with self._lock:
+            self._entries[seq] = Entry(seq, len(data), count_points(data))
+            self._enforce_bound()
+
+    def _enforce_bound(self) -> None:
+        total = sum(entry.size for entry in self._entries.values())
+        for entry in list(self._entries.values()):
+            if total <= self.max_bytes:
+                return
+            if entry.seq in self._busy or len(self._entries) == 1:
+                continue  # in flight, or the newest batch alone is larger than the bound
+            self._remove(entry.seq)
+            total -= entry.size
+            self.dropped_points += entry.points
+            self._log.error(
+                f"output spool: full ({self.max_bytes} bytes); dropped the oldest batch "
+                f"#{entry.seq} ({entry.points} points)"
+            )
+
+    def _remove(self, seq: int) -> None:
+        self._entries.pop(seq, None)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(self._path(seq))
+
+    def take(self, max_bytes: int) -> list[tuple[int, bytes]]:
+        """The oldest batches, up to max_bytes together (at least one), marked in flight."""
+        with self._lock:
+            chosen: list[int] = []
+            size = 0
+            for entry in self._entries.values():
+                if chosen and size + entry.size > max_bytes:
+                    break
+                chosen.append(entry.seq)
+                size += entry.size
+            self._busy.update(chosen)
+        batches: list[tuple[int, bytes]] = []
+        for seq in chosen:
+            try:
+                with open(self._path(seq), "rb") as handle:
+                    batches.append((seq, handle.read()))
+            except OSError as error:
+                self._log.error(f"output spool: batch #{seq} unreadable ({error}); dropped")
+                self.done([seq], delivered=False)
+        return batches
+
+    def done(self, seqs: list[int], delivered: bool) -> None:
+        """After a send: delete the files (delivered, or rejected for good) or release them."""
+        with self._lock:
+            self._busy.difference_update(seqs)
+            for seq in seqs:
+                entry = self._entries.get(seq)
+                if entry is None:
+                    continue
+                if not delivered:
+                    self.dropped_points += entry.points
+                self._remove(seq)
+
+    def release(self, seqs: list[int]) -> None:
+        """A send failed and will be retried: the batches stay, droppable again."""
+        with self._lock:
+            self._busy.difference_update(seqs)
+            self._enforce_bound()
+
+    def points(self) -> int:
+        with self._lock:
+            return sum(entry.points for entry in self._entries.values())
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._entries)
+
+    def lost(self, data: bytes) -> int:
+        """Count a batch that could not be stored at all as dropped."""
+        points = count_points(data)
+        with self._lock:
+            self.dropped_points += points
+        return points
+
+    def take_dropped(self) -> int:
+        with self._lock:
+            dropped, self.dropped_points = self.dropped_points, 0
+            return dropped
+
+    def close(self) -> None:
+        if self._lockfile is not None:
+            self._lockfile.close()  # releases the flock
+            self._lockfile = None

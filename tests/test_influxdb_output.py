@@ -1,0 +1,348 @@
+"""output kind = "influxdb": the spool (unit) and a real VictoriaMetrics outage (slow).
+
+The slow test runs the real `diskprobe` console script against Debian's `victoria-metrics`
+(InfluxDB v2 write API on loopback), stops the server, restarts it, kills diskprobe with
+SIGKILL during a second outage, and counts every sample the server holds.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.parse
+import urllib.request
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+
+from diskprobe.config import OutputConfig
+from diskprobe.log import Logger
+from diskprobe.sinks.influxdb import InfluxDBOutput
+from diskprobe.sinks.spool import Spool, SpoolLocked
+
+from lineproto import parse_line
+
+TOKEN = "s3cr3t-token-value"
+
+
+def batch(tag: str, lines: int = 2) -> bytes:
+    return b"".join(f"m,b={tag} v={i}i {1000 + i}\n".encode() for i in range(lines))
+
+
+def logger() -> tuple[Logger, io.StringIO]:
+    stream = io.StringIO()
+    return Logger(stream, debug=True), stream
+
+
+# -- the spool ----------------------------------------------------------------------------------
+
+
+def test_spool_keeps_write_order_and_combines_oldest_first(tmp_path: Path) -> None:
+    log, _ = logger()
+    spool = Spool(str(tmp_path), 10**6, log)
+    for tag in "abc":
+        spool.append(batch(tag))
+    taken = spool.take(len(batch("a")) * 2)
+    assert [data for _, data in taken] == [batch("a"), batch("b")]
+    spool.done([seq for seq, _ in taken], delivered=True)
+    assert [data for _, data in spool.take(10**6)] == [batch("c")]
+    assert sorted(os.listdir(tmp_path)) == [".lock", "00000000000000000003.lp"]
+
+
+def test_spool_bound_drops_oldest_and_counts_their_points(tmp_path: Path) -> None:
+    log, stream = logger()
+    size = len(batch("a", 3))
+    spool = Spool(str(tmp_path), size * 2, log)
+    for tag in "abcd":
+        spool.append(batch(tag, 3))
+    assert [data for _, data in spool.take(10**6)] == [batch("c", 3), batch("d", 3)]
+    assert spool.take_dropped() == 6 and spool.take_dropped() == 0
+    drops = [line for line in stream.getvalue().splitlines() if "dropped the oldest" in line]
+    assert len(drops) == 2 and all(line.startswith("E! ") for line in drops)
+
+
+def test_spool_never_drops_a_batch_in_flight(tmp_path: Path) -> None:
+    log, _ = logger()
+    spool = Spool(str(tmp_path), len(batch("a")) * 2, log)
+    spool.append(batch("a"))
+    in_flight = spool.take(1)
+    spool.append(batch("b"))
+    spool.append(batch("c"))  # over the bound: "b" goes, "a" is being sent
+    spool.done([seq for seq, _ in in_flight], delivered=True)
+    assert [data for _, data in spool.take(10**6)] == [batch("c")]
+    assert spool.take_dropped() == 2
+
+
+def test_restart_replays_what_was_left_and_cleans_partial_files(tmp_path: Path) -> None:
+    log, stream = logger()
+    first = Spool(str(tmp_path), 10**6, log)
+    first.append(batch("a"))
+    first.append(batch("b"))
+    with pytest.raises(SpoolLocked):
+        Spool(str(tmp_path), 10**6, log)
+    first.close()
+    (tmp_path / ".spool.abc.tmp").write_bytes(b"m v=1 1")  # a write killed before its rename
+    (tmp_path / "notes.txt").write_text("not ours")
+    second = Spool(str(tmp_path), 10**6, log)
+    assert second.points() == 4
+    second.append(batch("c"))
+    assert [data for _, data in second.take(10**6)] == [batch(t) for t in "abc"]
+    assert not (tmp_path / ".spool.abc.tmp").exists() and (tmp_path / "notes.txt").exists()
+    assert "left by a previous run" in stream.getvalue()
+
+
+# -- the sender, with a fake server ------------------------------------------------------------
+
+
+class Refused(Exception):
+    def __init__(self, status: int | None, message: str = "") -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class FakeServer:
+    def __init__(self) -> None:
+        self.up = True
+        self.bodies: list[bytes] = []
+
+    def send(self, body: bytes) -> None:
+        if not self.up:
+            raise ConnectionRefusedError(f"connection refused (Authorization: Token {TOKEN})")
+        if b"garbage" in body:
+            raise Refused(400, f"unable to parse 'garbage' token={TOKEN}")
+        self.bodies.append(body)
+
+
+def make_output(
+    tmp_path: Path, server: FakeServer, **kw: Any
+) -> tuple[InfluxDBOutput, io.StringIO]:
+    log, stream = logger()
+    config = OutputConfig(
+        kind="influxdb", url="http://x", bucket="b", spool_dir=str(tmp_path), **kw
+    )
+    output = InfluxDBOutput(config, log, env={"INFLUX_TOKEN": TOKEN}, send=server.send, start=False)
+    return output, stream
+
+
+def test_outage_spools_then_replays_in_order_exactly_once(tmp_path: Path) -> None:
+    server = FakeServer()
+    output, stream = make_output(tmp_path, server)
+    server.up = False
+    for tag in "abc":
+        output.write(batch(tag).decode())
+        assert not output.send_once()
+    assert output.backoff == 4.0 and output.stats() == {"dropped_points": 0, "spooled_points": 6}
+    server.up = True
+    assert output.send_once() and output.backoff == 0.0
+    assert server.bodies == [batch("a") + batch("b") + batch("c")]
+    assert output.stats()["spooled_points"] == 0 and len(output.spool) == 0
+    log = stream.getvalue()
+    assert log.count("W! output influxdb: write failed") == 1 and "reachable again" in log
+    assert TOKEN not in log
+
+
+def test_a_batch_the_server_refuses_is_dropped_counted_and_does_not_block(tmp_path: Path) -> None:
+    server = FakeServer()
+    output, stream = make_output(tmp_path, server)
+    server.up = False
+    output.write("garbage line\n")
+    output.send_once()
+    output.write(batch("a").decode())
+    server.up = True
+    (tmp_path / "00000000000000000001.lp").write_bytes(b"garbage\x00\xff\n")  # corrupted on disk
+    output.spool.close()
+    output.spool = Spool(str(tmp_path), 10**6, Logger(io.StringIO()))
+    assert output.send_once()  # one request with both: refused, then one by one
+    assert output.stats()["dropped_points"] == 1
+    output.write(batch("b").decode())
+    assert output.send_once() and server.bodies == [batch("a"), batch("b")]
+    assert TOKEN not in stream.getvalue() and "HTTP 400" in stream.getvalue()
+
+
+def test_token_from_file_and_validation(tmp_path: Path) -> None:
+    token_file = tmp_path / "token"
+    token_file.write_text(f"  {TOKEN}\n")
+    config = OutputConfig(kind="influxdb", url="http://x", bucket="b", token_file=str(token_file),
+                          spool_dir=str(tmp_path / "spool"))  # fmt: skip
+    output = InfluxDBOutput(config, Logger(io.StringIO()), env={}, send=FakeServer().send)
+    assert output.scrub(f"a {TOKEN} b") == "a *** b"
+    output.close()
+    result = subprocess.run(
+        [sys.executable, "-m", "diskprobe", "--output", "influxdb", "--bucket", "b", "--once"],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert result.returncode == 2
+    assert result.stderr.splitlines() == ['E! config: [output] kind = "influxdb" needs url']
+
+
+# -- a real server: VictoriaMetrics -----------------------------------------------------------
+
+VM_BINARY = shutil.which("victoria-metrics") or "/usr/bin/victoria-metrics"
+INTERVAL = 1.0
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class VictoriaMetrics:
+    def __init__(self, root: Path) -> None:
+        self.root, self.port = root, free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        log = open(self.root / "vm.log", "ab")  # noqa: SIM115
+        self.process = subprocess.Popen(
+            [VM_BINARY, f"-httpListenAddr=127.0.0.1:{self.port}",
+             f"-storageDataPath={self.root / 'data'}", "-retentionPeriod=100y"],
+            stdout=log, stderr=log,
+        )  # fmt: skip
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                with urllib.request.urlopen(self.url + "/health", timeout=1) as reply:
+                    if reply.read() == b"OK":
+                        return
+            except OSError:
+                time.sleep(0.1)
+        raise AssertionError(
+            "victoria-metrics did not start: " + (self.root / "vm.log").read_text()
+        )
+
+    def stop(self) -> None:
+        if self.process is not None:
+            self.process.terminate()
+            self.process.wait(30)
+            self.process = None
+
+    def samples(self) -> dict[tuple[str, tuple[tuple[str, str], ...], int], int]:
+        """(metric name, labels, timestamp ms) -> how many samples the server holds."""
+        urllib.request.urlopen(self.url + "/internal/force_flush", timeout=10).read()
+        query = urllib.parse.urlencode({"match[]": '{__name__=~"diskprobe_.*"}'})
+        with urllib.request.urlopen(f"{self.url}/api/v1/export?{query}", timeout=30) as reply:
+            text = reply.read().decode()
+        counts: dict[tuple[str, tuple[tuple[str, str], ...], int], int] = {}
+        for row in filter(None, text.splitlines()):
+            series = json.loads(row)
+            labels = dict(series["metric"])
+            name = labels.pop("__name__")
+            labels.pop("db", None)
+            for stamp in series["timestamps"]:
+                key = (name, tuple(sorted(labels.items())), stamp)
+                counts[key] = counts.get(key, 0) + 1
+        return counts
+
+
+@pytest.fixture
+def victoria(tmp_path: Path) -> Iterator[VictoriaMetrics]:
+    if not os.access(VM_BINARY, os.X_OK):
+        if os.environ.get("CI") == "true":
+            pytest.fail("victoria-metrics is required in CI (apt-get install victoria-metrics)")
+        pytest.skip("victoria-metrics not installed (Debian: apt-get install victoria-metrics)")
+    server = VictoriaMetrics(tmp_path)
+    server.start()
+    yield server
+    server.stop()
+
+
+def expected_keys(data: bytes) -> list[tuple[str, tuple[tuple[str, str], ...], int]]:
+    """The VictoriaMetrics samples a spooled batch must become (numeric fields only)."""
+    keys = []
+    for line in data.decode().splitlines():
+        point = parse_line(line)
+        tags = tuple(sorted(point.tags.items()))
+        for field, value in point.fields.items():
+            if not isinstance(value, str):
+                keys.append((f"{point.measurement}_{field}", tags, point.time_ns // 1_000_000))
+    return keys
+
+
+def snapshot(spool: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(spool.glob("*.lp"))}
+
+
+def wait_for(condition: Any, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.1)
+
+
+@pytest.mark.slow
+def test_outage_and_kill9_lose_nothing_and_duplicate_nothing(
+    victoria: VictoriaMetrics, tmp_path: Path
+) -> None:
+    spool = tmp_path / "spool"
+    (tmp_path / "token").write_text(TOKEN + "\n")
+    (tmp_path / "diskprobe.toml").write_text(
+        f'state_file = "{tmp_path / "state.json"}"\n[smart]\nenabled = false\n'
+        f'[output]\nspool_dir = "{spool}"\ntimeout = "2s"\n'
+    )
+    command = [
+        str(Path(sys.executable).with_name("diskprobe")),
+        "--config", str(tmp_path / "diskprobe.toml"),
+        "--interval", "1s", "--output", "influxdb", "--url", victoria.url, "--org", "o",
+        "--bucket", "b", "--token-file", str(tmp_path / "token"), "--debug",
+    ]  # fmt: skip
+    stderr = open(tmp_path / "diskprobe.log", "ab")  # noqa: SIM115
+
+    def start() -> subprocess.Popen[bytes]:
+        return subprocess.Popen(command, stdin=subprocess.DEVNULL, stderr=stderr)
+
+    probe = start()
+    wait_for(lambda: len(victoria.samples()) > 20, 20, "first batches")
+    # Outage 1: the server stops for several intervals, then comes back.
+    victoria.stop()
+    wait_for(lambda: len(snapshot(spool)) >= 4, 20, "batches to spool")
+    outage1 = snapshot(spool)
+    victoria.start()
+    wait_for(lambda: not snapshot(spool), 60, "the spool to drain")
+    # Outage 2: diskprobe is killed with SIGKILL while the server is down, then restarted.
+    victoria.stop()
+    wait_for(lambda: len(snapshot(spool)) >= 3, 20, "batches to spool")
+    probe.send_signal(signal.SIGKILL)
+    probe.wait(10)
+    outage2 = snapshot(spool)
+    probe = start()
+    wait_for(lambda: len(snapshot(spool)) >= len(outage2) + 2, 20, "more batches to spool")
+    outage2b = snapshot(spool)
+    victoria.start()
+    wait_for(lambda: not snapshot(spool), 60, "the spool to drain after the restart")
+    probe.send_signal(signal.SIGTERM)
+    assert probe.wait(15) == 0
+
+    # VictoriaMetrics makes fresh samples searchable a few seconds late: wait until it settles.
+    counts = victoria.samples()
+    for _ in range(20):
+        time.sleep(2)
+        previous, counts = counts, victoria.samples()
+        if counts == previous:
+            break
+    for name, outage in (("outage 1", outage1), ("kill -9", outage2), ("restart", outage2b)):
+        keys = [key for data in outage.values() for key in expected_keys(data)]
+        assert keys, name
+        missing = [key for key in keys if key not in counts]
+        assert not missing, f"{name}: {len(missing)} of {len(keys)} samples lost: {missing[:3]}"
+    duplicated = {key: n for key, n in counts.items() if n != 1}
+    assert not duplicated, f"{len(duplicated)} samples duplicated: {list(duplicated)[:3]}"
+    # One io batch per second, every second, except while diskprobe was dead (kill -9).
+    seconds = sorted(
+        stamp // 1000 for (name, tags, stamp) in counts
+        if name == "diskprobe_agent_items" and dict(tags)["collector"] == "io"
+    )  # fmt: skip
+    gaps = [b - a for a, b in zip(seconds, seconds[1:]) if b - a != 1]
+    assert len(gaps) <= 1 and all(gap < 10 for gap in gaps), f"batches missing: {gaps}"
+    log = (tmp_path / "diskprobe.log").read_text()
+    assert TOKEN not in log and "W! output influxdb: write failed" in log
+    assert "E! " not in log, log
