@@ -25,7 +25,8 @@ from diskprobe.config import CgroupIoConfig
 from diskprobe.log import Logger
 from diskprobe.metric import Metric
 from diskprobe.roots import HostRoots
-from diskprobe.sources.cgroups import parse_io_stat, parse_pressure, v1_counters
+from diskprobe.sources.cgroups import parse_io_stat, v1_counters
+from diskprobe.sources.pressure import parse_pressure
 
 from helpers import FakeClock, assert_schema
 
@@ -87,7 +88,8 @@ def test_parsers() -> None:
     assert v1_counters(sizes, "8:0 Read 3\n8:0 Write 7\nTotal 10\n") == {(8, 0): (1234, 5678, 3, 7)}
     psi = "some avg10=1.50 avg60=0.00 avg300=0.00 total=100\n"
     psi += "full avg10=0.25 avg60=0 avg300=0 total=9\n"
-    assert parse_pressure(psi)["full"]["avg10"] == 0.25
+    pressure = parse_pressure(psi)
+    assert pressure is not None and pressure.full is not None and pressure.full.avg10 == 0.25
 
 
 class Host:

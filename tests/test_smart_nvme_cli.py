@@ -16,7 +16,15 @@ import pytest
 
 from diskprobe.cli import build_collectors
 from diskprobe.collectors.smart import SmartCollector
-from diskprobe.config import AgentConfig, FilesystemsConfig, IoConfig, SmartConfig
+from diskprobe.config import (
+    AgentConfig,
+    CgroupIoConfig,
+    FilesystemsConfig,
+    IoConfig,
+    PressureConfig,
+    ProcessIoConfig,
+    SmartConfig,
+)
 from diskprobe.log import Logger
 from diskprobe.metric import Metric
 from diskprobe.roots import HostRoots
@@ -607,6 +615,9 @@ def test_build_collectors_gives_the_smart_collector_the_host_roots(
         io=IoConfig(enabled=False),
         filesystems=FilesystemsConfig(enabled=False),
         smart=SmartConfig(smartctl_path=str(tmp_path / "no-smartctl"), nvme_path=str(FAKE_NVME)),
+        pressure=PressureConfig(enabled=False),
+        process_io=ProcessIoConfig(enabled=False),
+        cgroup_io=CgroupIoConfig(enabled=False),
     )
     state = StateStore(str(tmp_path / "state.json"), log)
     (collector,) = build_collectors(config, HostRoots(sys=str(sys_root)), log, state, once=True)

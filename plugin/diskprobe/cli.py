@@ -17,6 +17,8 @@ from diskprobe.collectors.base import Collector
 from diskprobe.collectors.cgroup_io import CgroupIoCollector
 from diskprobe.collectors.filesystems import FilesystemsCollector
 from diskprobe.collectors.io import IoCollector
+from diskprobe.collectors.pressure import PressureCollector
+from diskprobe.collectors.process_io import ProcessIoCollector
 from diskprobe.collectors.smart import SmartCollector
 from diskprobe.config import AgentConfig, ConfigError, load_config, with_overrides
 from diskprobe.durations import parse_duration
@@ -103,6 +105,10 @@ def build_collectors(
         collectors.append(FilesystemsCollector(config.filesystems, roots, log, state))
     if config.smart.enabled:
         collectors.append(SmartCollector(config.smart, log, state, blocking=once, roots=roots))
+    if config.pressure.enabled:
+        collectors.append(PressureCollector(config.pressure, roots, log))
+    if config.process_io.enabled:
+        collectors.append(ProcessIoCollector(config.process_io, roots, log))
     if config.cgroup_io.enabled:
         collectors.append(CgroupIoCollector(config.cgroup_io, roots, log))
     return collectors

@@ -34,11 +34,11 @@ from diskprobe.sources.cgroups import (
     Hierarchy,
     find_hierarchy,
     parse_counters_text,
-    parse_pressure,
     read_counters_text,
     read_text,
     walk_cgroups,
 )
+from diskprobe.sources.pressure import parse_pressure
 
 MEASUREMENT = "diskprobe_cgroup_io"
 RATE_FIELDS = (
@@ -176,8 +176,10 @@ class CgroupIoCollector:
         if hierarchy.version != 2:
             return {}
         text = read_text(os.path.join(hierarchy.root, path, "io.pressure")) or ""
-        fields: dict[str, FieldValue] = {}
-        for kind, values in parse_pressure(text).items():
-            if kind in ("some", "full") and "avg10" in values:
-                fields[f"{kind}_avg10"] = values["avg10"]
+        pressure = parse_pressure(text)  # the same format as HOST_PROC/pressure/io
+        if pressure is None:
+            return {}
+        fields: dict[str, FieldValue] = {"some_avg10": pressure.some.avg10}
+        if pressure.full is not None:
+            fields["full_avg10"] = pressure.full.avg10
         return fields

@@ -83,27 +83,6 @@ def v1_counters(bytes_text: str, ios_text: str) -> dict[DevNo, tuple[int, ...]]:
     return result
 
 
-def parse_pressure(text: str) -> dict[str, dict[str, float]]:
-    """PSI text (io.pressure, /proc/pressure/io):
-    some avg10=0.00 avg60=0.00 avg300=0.00 total=0
-    full avg10=0.00 avg60=0.00 avg300=0.00 total=0
-    """
-    result: dict[str, dict[str, float]] = {}
-    for line in text.splitlines():
-        kind, *pairs = line.split() or [""]
-        if not pairs:
-            continue
-        values: dict[str, float] = {}
-        for pair in pairs:
-            key, _, value = pair.partition("=")
-            try:
-                values[key] = float(value)
-            except ValueError:
-                continue
-        result[kind] = values
-    return result
-
-
 def read_text(path: str) -> str | None:
     try:
         with open(path, encoding="ascii", errors="replace") as handle:

@@ -1,0 +1,152 @@
+"""diskprobe_process_io: the top processes by storage I/O (read_bytes/write_bytes per second)."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+from diskprobe.collectors.base import Collection
+from diskprobe.config import ProcessIoConfig
+from diskprobe.log import Logger
+from diskprobe.metric import FieldValue, Metric
+from diskprobe.roots import HostRoots
+from diskprobe.sources.procio import (
+    Details,
+    Scan,
+    parse_proc_io,
+    process_details,
+    scan_io,
+    start_ticks,
+    use_roots,
+)
+
+MEASUREMENT = "diskprobe_process_io"
+
+
+@dataclass
+class _Seen:
+    raw: bytes  # the io file as read: the same bytes next time mean nothing moved
+    started: int | None  # start ticks: (pid, started) is the key; None when it was gone
+    read: int
+    write: int
+
+
+@dataclass
+class _Candidate:
+    pid: int
+    started: int
+    read_rate: float
+    write_rate: float
+
+
+class ProcessIoCollector:
+    """Keeps every process's counters from the previous scan; reports the busiest few."""
+
+    name = "process_io"
+    needs_prime = True
+
+    def __init__(
+        self,
+        config: ProcessIoConfig,
+        roots: HostRoots,
+        log: Logger,
+        monotonic: Callable[[], float] = time.monotonic,
+        wall_ns: Callable[[], int] = time.time_ns,
+    ) -> None:
+        self.config = config
+        self.interval = config.interval
+        self._roots = roots
+        self._log = log
+        self._monotonic = monotonic
+        self._wall_ns = wall_ns
+        self._previous: dict[int, _Seen] = {}
+        self._previous_at: float | None = None
+        use_roots(roots)
+
+    def close(self) -> None:
+        pass
+
+    def collect(self) -> Collection:
+        use_roots(self._roots)
+        scan = scan_io(self._roots)
+        now, time_ns = self._monotonic(), self._wall_ns()
+        self._log_unreadable(scan)
+        elapsed = now - self._previous_at if self._previous_at is not None else 0.0
+        candidates = self._update(scan, elapsed)
+        self._previous_at = now
+        metrics = self._winners(candidates, time_ns)
+        return Collection(metrics=metrics, items=len(scan.raw))
+
+    def _update(self, scan: Scan, elapsed: float) -> list[_Candidate]:
+        """Store this scan; return the processes above the threshold since the last one."""
+        previous, current = self._previous, {}
+        candidates: list[_Candidate] = []
+        minimum = float(self.config.min_bytes_per_sec)
+        for pid, raw in scan.raw.items():
+            before = previous.get(pid)
+            if before is not None and before.raw == raw:
+                current[pid] = before  # idle (the usual case): no parsing
+                continue
+            counters = parse_proc_io(raw)
+            if counters is None:
+                self._log_unparsed()
+                continue
+            read, write = counters
+            if before is None or read < before.read or write < before.write:
+                # New here (or counters went back: another process under that PID).
+                current[pid] = _Seen(raw, start_ticks(self._roots, pid), read, write)
+                continue
+            current[pid] = _Seen(raw, before.started, read, write)
+            if elapsed <= 0 or before.started is None:
+                continue
+            read_rate = (read - before.read) / elapsed
+            write_rate = (write - before.write) / elapsed
+            if read_rate + write_rate > minimum:
+                candidates.append(_Candidate(pid, before.started, read_rate, write_rate))
+        self._previous = current
+        candidates.sort(key=lambda c: c.read_rate + c.write_rate, reverse=True)
+        return candidates
+
+    def _winners(self, candidates: list[_Candidate], time_ns: int) -> list[Metric]:
+        metrics: list[Metric] = []
+        for candidate in candidates:
+            if len(metrics) >= self.config.top:
+                break
+            details = process_details(
+                self._roots, candidate.pid, candidate.started, self.config.cmdline
+            )
+            if details is None:  # exited, or the PID was reused since the last scan
+                self._previous.pop(candidate.pid, None)
+                continue
+            metrics.append(self._metric(candidate, details, time_ns))
+        return metrics
+
+    @staticmethod
+    def _metric(candidate: _Candidate, details: Details, time_ns: int) -> Metric:
+        fields: dict[str, FieldValue] = {
+            "pid": candidate.pid,
+            "read_bytes_per_sec": candidate.read_rate,
+            "write_bytes_per_sec": candidate.write_rate,
+        }
+        if details.cmdline is not None:
+            fields["cmdline"] = details.cmdline
+        if details.cgroup is not None:
+            fields["cgroup"] = details.cgroup
+        tags = {"process": details.name, "user": details.user}
+        return Metric(MEASUREMENT, tags, fields, time_ns)
+
+    def _log_unreadable(self, scan: Scan) -> None:
+        if scan.denied and self._log.first_time("process_io-denied"):
+            self._log.info(
+                f"process_io: {scan.denied} of {scan.denied + len(scan.raw)} processes "
+                "are unreadable (permission denied on /proc/<pid>/io: run as root or with "
+                "CAP_SYS_PTRACE to see them); they are left out"
+            )
+
+    def _log_unparsed(self) -> None:
+        if self._log.first_time("process_io-unparsed"):
+            self._log.info(
+                "process_io: /proc/<pid>/io has no read_bytes (kernel without "
+                "CONFIG_TASK_IO_ACCOUNTING?); such processes are left out"
+            )
