@@ -1,14 +1,18 @@
 """What tests/test_dashboards.py loads into InfluxDB, with every timestamp relative to the write.
 
-- Real: `diskprobe --once` on this machine (io, fs, agent lines), tagged host=probe01 (Telegraf
-  adds `host`; diskprobe does not).
+- Real: `diskprobe --once` on this machine (io, fs, agent, pressure, process_io and cgroup_io
+  lines), tagged host=probe01 (Telegraf adds `host`; diskprobe does not). A writer runs beside
+  it (real I/O through the page cache and fsync) so that process_io has a process to report.
 - Golden: every tests/golden/smart-json case's expected.out (real diskprobe output for real
   drives, healthy and failing). NVMe drives go to host gpu01, the others to store01. The corpus
   redacts most serials (many read REDACTED), so the `serial` tag is replaced by the case name.
 - Synthetic (each marked with SYNTHETIC and a reason): a second read of two failing drives with
   grown counters, two worn NVMe drives, volumes forecast to fill or nearly full, a hung mount,
   saturated disks and nvidia_smi beside them, a host that went silent, and agent heartbeats.
-  Each is derived from a real or golden line, with the fields that matter changed.
+  Each is derived from a real or golden line, with the fields that matter changed. The training
+  host also gets I/O pressure, its top processes and per-container I/O (diskprobe_cgroup_io
+  for a Kubernetes pod, a Docker container and a systemd service, tagged by diskprobe's own
+  cgroup path parser; every field name checked against the schema).
 """
 
 from __future__ import annotations
@@ -19,6 +23,9 @@ import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Union
+
+from diskprobe.compute.cgroup_tags import cgroup_tags
+from diskprobe.schema import MEASUREMENTS
 
 from lineproto import Point, parse_lines
 
@@ -58,15 +65,35 @@ def _diskprobe() -> list[str]:
     return [sys.executable, "-m", "diskprobe"]
 
 
+# Writes 4 MiB and fsyncs, over and over, until killed: real block-layer writes for process_io.
+WRITER = """
+import os, sys
+block = os.urandom(4 << 20)
+with open(sys.argv[1], "wb") as out:
+    while True:
+        out.seek(0)
+        out.write(block)
+        out.flush()
+        os.fsync(out.fileno())
+"""
+
+
 def run_diskprobe_once(tmp: Path) -> list[Point]:
-    """Real `diskprobe --once` output, with the state file in `tmp`."""
+    """Real `diskprobe --once` output, with the state file in `tmp`, beside a real writer."""
     config = tmp / "diskprobe.toml"
     config.write_text(f'state_file = "{tmp / "state.json"}"\n', encoding="utf-8")
     env = {k: v for k, v in os.environ.items() if not k.startswith("HOST_")}
-    done = subprocess.run(
-        [*_diskprobe(), "--config", str(config), "--once"],
-        capture_output=True, text=True, timeout=120, env=env, check=True,
-    )
+    script = tmp / "writer.py"  # a file, not -c: the command line stays one line
+    script.write_text(WRITER, encoding="utf-8")
+    writer = subprocess.Popen([sys.executable, str(script), str(tmp / "written.bin")])
+    try:
+        done = subprocess.run(
+            [*_diskprobe(), "--config", str(config), "--once"],
+            capture_output=True, text=True, timeout=120, env=env, check=True,
+        )
+    finally:
+        writer.kill()
+        writer.wait()
     return parse_lines(done.stdout)
 
 
@@ -209,6 +236,77 @@ def synthetic_agents(real: list[Row]) -> list[Row]:
     return out
 
 
+def schema_fields(measurement: str, **values: Value) -> dict[str, Value]:
+    """`values`, each name checked against the schema of `measurement`."""
+    spec = next(m for m in MEASUREMENTS if m.name == measurement)
+    unknown = set(values) - {f.name for f in spec.fields}
+    assert not unknown, f"{measurement} has no fields {unknown}"
+    return dict(values)
+
+
+PSI_SOME, PSI_FULL = 38.0, 27.5  # the training host's I/O pressure (%)
+
+
+def synthetic_pressure() -> list[Row]:
+    """20 minutes of host PSI on the training host whose disks queue (synthetic_gpu_host)."""
+    fields = schema_fields(
+        "diskprobe_pressure", some_avg10=PSI_SOME, some_avg60=36.0, some_avg300=30.0,
+        full_avg10=PSI_FULL, full_avg60=25.0, full_avg300=20.0,
+        some_stall_us_per_sec=PSI_SOME * 10_000, full_stall_us_per_sec=PSI_FULL * 10_000)
+    return [Row("diskprobe_pressure", {"host": GPU}, fields, -seconds * SEC,
+                synthetic(f"tasks stalled on I/O: some {PSI_SOME:g} %, full {PSI_FULL:g} %"))
+            for seconds in range(0, 1200, 10)]
+
+
+# (process, user, pid, read B/s, write B/s, cmdline, cgroup) on the training host.
+PROCESSES = (
+    ("pt_data_worker_", "ml", 41237, 612.0e6, 0.0,
+     "python train.py --config configs/resnet50.yaml --workers 8",
+     "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod3f2a9c1e_7b4d_4e8a_9c0f_"
+     "1a2b3c4d5e6f.slice/cri-containerd-8d1e5f2a3b4c.scope"),
+    ("python", "ml", 41201, 2.0e6, 180.0e6, "python train.py --save-every 500",
+     "/system.slice/docker-4b6e1c2d3a4f.scope"),
+    ("postgres", "postgres", 1822, 4.5e6, 1.5e6, "postgres: checkpointer",
+     "/system.slice/postgresql.service"),
+)
+
+
+def synthetic_process_io() -> list[Row]:
+    """The training host's top processes: a data loader, a checkpoint writer, a database."""
+    out: list[Row] = []
+    for name, user, pid, read, write, cmdline, cgroup in PROCESSES:
+        fields = schema_fields("diskprobe_process_io", pid=pid, read_bytes_per_sec=read,
+                               write_bytes_per_sec=write, cmdline=cmdline, cgroup=cgroup)
+        out += [Row("diskprobe_process_io", {"host": GPU, "process": name, "user": user},
+                    fields, -seconds * SEC, synthetic(f"{name} at {read + write:g} B/s"))
+                for seconds in range(0, 600, 10)]
+    return out
+
+
+# (cgroup path, device, read B/s, write B/s, some_avg10, full_avg10): the same three workloads.
+CGROUPS = (
+    (PROCESSES[0][6], "nvme1n1", 600.0e6, 0.0, 41.0, 33.0),
+    (PROCESSES[0][6], "sdb", 12.0e6, 0.0, 41.0, 33.0),
+    (PROCESSES[1][6], "nvme0n1", 2.0e6, 180.0e6, 12.0, 8.0),
+    (PROCESSES[2][6], "sdb", 4.5e6, 1.5e6, 3.0, 0.5),
+)
+
+
+def synthetic_cgroup_io() -> list[Row]:
+    """Per-container I/O on the training host, tagged as diskprobe tags each cgroup path."""
+    out: list[Row] = []
+    for path, device, read, write, some, full in CGROUPS:
+        tags = {**cgroup_tags(path.lstrip("/")), "device": device, "host": GPU}
+        fields = schema_fields(
+            "diskprobe_cgroup_io", read_bytes_per_sec=read, write_bytes_per_sec=write,
+            reads_per_sec=read / 131072, writes_per_sec=write / 131072,
+            discard_bytes_per_sec=0.0, some_avg10=some, full_avg10=full)
+        out += [Row("diskprobe_cgroup_io", tags, fields, -seconds * SEC,
+                    synthetic(f"{tags['cgroup']} on {device}: pressure {some:g} %"))
+                for seconds in range(0, 1200, 10)]
+    return out
+
+
 def dataset(real_points: list[Point]) -> list[Row]:
     real = real_rows(real_points)
     golden = golden_rows()
@@ -217,7 +315,8 @@ def dataset(real_points: list[Point]) -> list[Row]:
             if not (r.measurement == "diskprobe_smart" and r.meta["case"] in redone)]
     return [
         *real, *kept, *synthetic_smart(golden), *synthetic_fs(real),
-        *synthetic_gpu_host(real), *synthetic_agents(real),
+        *synthetic_gpu_host(real), *synthetic_agents(real), *synthetic_pressure(),
+        *synthetic_process_io(), *synthetic_cgroup_io(),
     ]
 
 

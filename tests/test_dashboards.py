@@ -22,6 +22,7 @@ import dashboard_data as data
 from dashboard_data import GPU, PROBE, SILENT, STORE, Row
 from dashboard_eval import (
     Known,
+    _depths,
     chronograf_expand,
     grafana_alert_query,
     grafana_expand,
@@ -53,7 +54,7 @@ GRAFANA = sorted((DASHBOARDS / "grafana").glob("*.json"))
 CHRONOGRAF = sorted((DASHBOARDS / "chronograf").glob("*.json"))
 TICKS = sorted((DASHBOARDS / "alerts" / "kapacitor").glob("*.tick"))
 ALERTS_YAML = DASHBOARDS / "alerts" / "grafana-alerts.yaml"
-GRAFANA_UNITS = {"Bps", "iops", "ms", "percent", "s", "bytes", "celsius", "none", "h", "m"}
+GRAFANA_UNITS = {"Bps", "iops", "ms", "percent", "s", "bytes", "celsius", "none", "h", "m", "µs"}
 PANEL_TYPES = {"timeseries", "table", "state-timeline"}
 CHRONOGRAF_CELL_TYPES = {"line", "table", "line-stepplot"}
 TEST_DB_PLACEHOLDER = '"telegraf"."autogen".'
@@ -162,7 +163,8 @@ def test_queries_name_only_schema_measurements_fields_and_tags() -> None:
     problems = [(where, p) for where, q in queries for p in unknown_references(q, known)]
     assert problems == []
     used = {m for _, q in queries for m in re.findall(r'FROM (?:"[^"]+"\.)*"([^"]+)"', q)}
-    core = {"diskprobe_io", "diskprobe_fs", "diskprobe_smart", "diskprobe_agent", "nvidia_smi"}
+    core = {"diskprobe_io", "diskprobe_fs", "diskprobe_smart", "diskprobe_agent", "nvidia_smi",
+            "diskprobe_pressure", "diskprobe_process_io", "diskprobe_cgroup_io"}
     assert used >= core
 
 
@@ -297,11 +299,18 @@ def _loaded(influx_db: tuple[InfluxServer, str], rows: list[Row]) -> tuple[Influ
 
 
 def _aliases(query: str) -> set[str]:
-    return set(re.findall(r'AS "([^"]+)"', query))
+    """The columns of the outermost SELECT (a subquery's are its input)."""
+    depths = _depths(query)
+    end = next((m.start() for m in re.finditer(" FROM ", query) if depths[m.start()] == 0),
+               len(query))
+    return set(re.findall(r'AS "([^"]+)"', query[:end]))
 
 
 def _group_tags(query: str) -> set[str]:
-    match = re.search(r" GROUP BY (.*?)(?: fill\(|$)", query)
+    """The tags of the outermost GROUP BY (a subquery has its own)."""
+    depths = _depths(query)
+    top = [m.start() for m in re.finditer(" GROUP BY ", query) if depths[m.start()] == 0]
+    match = re.search(r" GROUP BY (.*?)(?: fill\(|$)", query[top[-1]:]) if top else None
     tags = set(re.findall(r'"([^"]+)"', match.group(1))) if match else set()
     return tags
 
@@ -533,3 +542,42 @@ def test_tickscripts_fire_for_exactly_the_expected_cases(
         if level:
             fired[_labels(series, list(tick.group_by))] = level
     assert fired == expected_firing(rows)[uid], statement
+
+
+# -- I/O pressure, top processes, containers -------------------------------------------------
+
+def test_real_output_has_pressure_and_process_io(rows: list[Row]) -> None:
+    real = {r.measurement for r in rows if r.origin == "real"}
+    if Path("/proc/pressure/io").is_file():
+        assert "diskprobe_pressure" in real
+    assert "diskprobe_process_io" in real  # the writer beside diskprobe --once
+
+
+def test_pressure_and_container_panels_show_the_training_host(
+    influx_db: tuple[InfluxServer, str], rows: list[Row]
+) -> None:
+    server, db = _loaded(influx_db, rows)
+    board = _load(DASHBOARDS / "grafana" / "diskprobe-io.json")
+    panels = {p["title"]: p for p in board["panels"]}
+    values = {"host": [GPU], "device": ["nvme0n1", "nvme1n1", "sdb"]}
+
+    def results(title: str) -> list[list[dict[str, Any]]]:
+        return [run(server, db, grafana_expand(t["query"], 3600, values))
+                for t in panels[title]["targets"]]
+
+    psi, disk = results("I/O pressure vs disk load")
+    (host,) = psi
+    assert {tuple(v[1:]) for v in host["values"]} == {(data.PSI_SOME, data.PSI_FULL)}
+    assert sorted(s["tags"]["device"] for s in disk) == ["nvme0n1", "nvme1n1", "sdb"]
+    assert panels["I/O stall time (µs per second)"]["fieldConfig"]["defaults"]["unit"] == "µs"
+    (per_container,) = results("I/O per container, pod or service")
+    pod = next(s for s in per_container if s["tags"]["pod_uid"])
+    assert pod["tags"]["container_id"] and {row[1] for row in pod["values"]} == {612.0e6}
+    assert {s["tags"]["unit"] for s in per_container} >= {"postgresql.service"}
+    (pressure,) = results("I/O pressure per container, pod or service")
+    assert {s["values"][0][1] for s in pressure} == {41.0, 12.0, 3.0}
+    (top,) = results("Top processes by storage I/O")
+    table = panels["Top processes by storage I/O"]
+    assert table["options"]["sortBy"] == [{"displayName": "read + write", "desc": True}]
+    totals = {s["tags"]["process"]: s["values"][0][1] for s in top}
+    assert totals == {name: read + write for name, _, _, read, write, _, _ in data.PROCESSES}

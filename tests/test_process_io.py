@@ -176,3 +176,20 @@ def test_unreadable_processes_are_counted_once(monkeypatch: pytest.MonkeyPatch) 
     lines = stream.getvalue().splitlines()
     assert len(lines) == 1 and lines[0].startswith("I! process_io: ")
     assert "permission denied" in lines[0]
+
+
+def test_cmdline_with_newlines_stays_on_one_line() -> None:
+    import subprocess
+    import sys
+
+    import psutil
+
+    from diskprobe.sources.procio import _cmdline
+
+    child = subprocess.Popen([sys.executable, "-c", "import time\ntime.sleep(30)\n"])
+    try:
+        text = _cmdline(psutil.Process(child.pid))
+        assert text is not None and "\n" not in text and "import time time.sleep(30)" in text
+    finally:
+        child.kill()
+        child.wait()

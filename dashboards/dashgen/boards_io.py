@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from dashgen.build import agg, series, tags
-from dashgen.model import Dashboard, Panel, Target, Variable
+from dashgen.model import Column, Dashboard, Panel, Target, Variable
 from dashgen.query import AUTO, Select
-from dashgen.refs import GPU, IO, same_unit
+from dashgen.refs import CGROUP_IO, GPU, IO, PRESSURE, PROCESS_IO, quote, same_unit
 
 FILTERS = ("host", "device")
 BY = ("host", "device")
@@ -92,13 +92,142 @@ def _gpu_vs_disk() -> Panel:
     )
 
 
+def _psi_target() -> Target:
+    return series(PRESSURE, "mean", ((PRESSURE.f("some_avg10"), "psi_some"),
+                                     (PRESSURE.f("full_avg10"), "psi_full")),
+                  ("host",), ("host",), legend="$tag_host I/O pressure $col")
+
+
+def _pressure_vs_disk() -> Panel:
+    description = (
+        "Host I/O pressure (PSI some/full avg10: the share of the last 10 s in which some, or "
+        "all, non-idle tasks were stalled on I/O) next to disk %util and await on one time "
+        "axis. %util near 100 % without pressure is a busy but coping disk; pressure rising "
+        "with await means tasks really wait on storage."
+    )
+    both = _disk_target(("util_percent", "disk_util"), ("await_ms", "await"))
+    return Panel(
+        title="I/O pressure vs disk load",
+        description=description,
+        kind="timeseries",
+        targets=(_psi_target(), both),
+        width=24,
+        height=10,
+        right_unit=IO.f("await_ms").unit,
+        right_match=".*await.*",
+        chronograf_cells=(
+            Panel("I/O pressure vs disk %util", description, "timeseries",
+                  (_psi_target(), _disk_target(("util_percent", "disk_util")))),
+            Panel("Disk await beside I/O pressure", description, "timeseries",
+                  (_disk_target(("await_ms", "await")),)),
+        ),
+    )
+
+
+def _stall() -> Panel:
+    f = PRESSURE.f
+    return _panel(
+        "I/O stall time (µs per second)",
+        "Microseconds per second of wall time in which some (or all) non-idle tasks were "
+        "stalled on I/O, from PSI's total= counter: 1000000 µs/s is a whole second lost.",
+        series(PRESSURE, "mean", ((f("some_stall_us_per_sec"), "some"),
+                                  (f("full_stall_us_per_sec"), "full")),
+               ("host",), ("host",), legend="$tag_host stall $col"),
+        width=8,
+    )
+
+
+def _top_processes() -> Panel:
+    f = PROCESS_IO.f
+    read, write = f("read_bytes_per_sec"), f("write_bytes_per_sec")
+    unit = same_unit(read, write)
+    cells = ((read, "read"), (write, "write"), (f("pid"), "PID"), (f("cmdline"), "command line"),
+             (f("cgroup"), "cgroup"))
+    select = Select(
+        columns=", ".join(
+            [f"last({read}) + last({write}) AS {quote('total_bytes_per_sec')}"]
+            + [agg("last", field) for field, _ in cells]
+        ),
+        measurement=PROCESS_IO.name,
+        filters=tags(PROCESS_IO, "host"),
+        group_tags=tags(PROCESS_IO, "host", "process", "user"),
+    )
+    columns = (Column("total_bytes_per_sec", unit, "read + write"),
+               *(Column(field.name, field.unit, title) for field, title in cells))
+    return Panel(
+        title="Top processes by storage I/O",
+        description=(
+            "The processes diskprobe_process_io reported (the iotop view: bytes that reached "
+            "the block layer, above min_bytes_per_sec), with their last values in the time "
+            "range, busiest first. A process that stopped doing I/O keeps its last rate here; "
+            "narrow the time range to see who is busy now."
+        ),
+        kind="table",
+        targets=(Target(select, unit),),
+        width=24,
+        height=9,
+        columns=columns,
+        sort_by="total_bytes_per_sec",
+        sort_desc=True,
+    )
+
+
+CONTAINER = ("host", "pod_uid", "container_id", "unit", "cgroup")
+CONTAINER_LEGEND = "$tag_host $tag_cgroup $col"
+
+
+def _container_io() -> Panel:
+    """Each cgroup's points are per device: mean per device and interval, then the sum."""
+    read, write = CGROUP_IO.f("read_bytes_per_sec"), CGROUP_IO.f("write_bytes_per_sec")
+    inner = Select(
+        columns=f"{agg('mean', read)}, {agg('mean', write)}",
+        measurement=CGROUP_IO.name,
+        filters=tags(CGROUP_IO, "host"),
+        group_tags=tags(CGROUP_IO, *CONTAINER, "device"),
+        group_time=AUTO,
+        fill="none",
+    )
+    select = Select(
+        columns=f"{agg('sum', read, 'read')}, {agg('sum', write, 'write')}",
+        source=inner,
+        group_tags=CONTAINER,
+        group_time=AUTO,
+        fill="none",
+    )
+    return _panel(
+        "I/O per container, pod or service",
+        "Bytes read and written per second by each cgroup's own processes "
+        "(diskprobe_cgroup_io, all devices added up), with its pod_uid, container_id or "
+        "systemd unit. Points add up to the host total; cgroups without I/O send none.",
+        Target(select, same_unit(read, write), CONTAINER_LEGEND),
+        width=8,
+    )
+
+
+def _container_pressure() -> Panel:
+    f = CGROUP_IO.f
+    return _panel(
+        "I/O pressure per container, pod or service",
+        "cgroup v2 io.pressure avg10 of each cgroup with I/O: the share of the last 10 s in "
+        "which some (or all) of its tasks were stalled on I/O. A container with high pressure "
+        "and little I/O of its own is waiting behind someone else.",
+        series(CGROUP_IO, "mean", ((f("some_avg10"), "some"), (f("full_avg10"), "full")),
+               CONTAINER, ("host",), legend=CONTAINER_LEGEND),
+        width=8,
+    )
+
+
 def io() -> Dashboard:
     return Dashboard(
         slug="diskprobe-io",
         title="diskprobe: I/O",
-        description="iostat -x per device from diskprobe_io; GPU starvation at a glance.",
+        description=(
+            "iostat -x per device from diskprobe_io; GPU starvation and I/O pressure at a "
+            "glance; the processes and containers behind the load."
+        ),
         variables=(Variable("host", IO.name), Variable("device", IO.name, ("host",))),
-        panels=(*_iostat(), _gpu_vs_disk()),
+        panels=(*_iostat(), _gpu_vs_disk(), _pressure_vs_disk(), _stall(), _container_io(),
+                _container_pressure(), _top_processes()),
         time_from="now-3h",
         refresh="30s",
     )

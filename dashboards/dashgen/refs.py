@@ -101,6 +101,7 @@ GRAFANA_UNITS = {
     "°C": "celsius",
     "h": "h",
     "min": "m",
+    "us/s": "µs",  # stall microseconds per second of wall time
 }
 
 
@@ -120,6 +121,7 @@ CHRONOGRAF_AXES = {
     "°C": (" °C", "10"),
     "h": (" h", "10"),
     "min": (" min", "10"),
+    "us/s": (" µs/s", "10"),
 }
 
 
@@ -131,4 +133,7 @@ IO = Measurement("diskprobe_io")
 FS = Measurement("diskprobe_fs")
 SMART = Measurement("diskprobe_smart")
 AGENT = Measurement("diskprobe_agent")
+PRESSURE = Measurement("diskprobe_pressure")
+PROCESS_IO = Measurement("diskprobe_process_io")
+CGROUP_IO = Measurement("diskprobe_cgroup_io")
 GPU = Measurement("nvidia_smi")

@@ -116,7 +116,9 @@ def _cmdline(process: psutil.Process) -> str | None:
         text = " ".join(process.cmdline())
     except psutil.AccessDenied:
         return None
-    return text[:CMDLINE_MAX] or None
+    # `python -c "...multi-line..."`: control characters become spaces, so every metric
+    # stays one line of line protocol for line-based readers.
+    return " ".join(text.split())[:CMDLINE_MAX] or None
 
 
 def parse_cgroup(text: str) -> str | None:
