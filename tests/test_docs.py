@@ -42,6 +42,12 @@ def test_metrics_section_is_the_schema() -> None:
             assert f"| `{field.name}` | {field.type} |" in README
 
 
+def test_alert_table_is_the_generators() -> None:
+    from update_readme import dashboard_alert_table
+
+    assert _block("alert-table") == dashboard_alert_table()
+
+
 def test_verdict_table_is_the_rules() -> None:
     assert _block("verdict-table") == render_table()
 

@@ -7,6 +7,7 @@ then review the diff. tests/test_docs.py fails until the README matches.
 from __future__ import annotations
 
 import re
+import sys
 from pathlib import Path
 
 from diskprobe.sample_config import render_sample_config
@@ -29,11 +30,20 @@ def replace_block(text: str, name: str, body: str) -> str:
     return pattern.sub(lambda m: m.group(1) + body + m.group(3), text)
 
 
+def dashboard_alert_table() -> str:
+    """The alert table of the dashboards' generator (dashboards/dashgen)."""
+    sys.path.insert(0, str(ROOT / "dashboards"))
+    from dashgen.outputs import alert_table
+
+    return str(alert_table())
+
+
 def main() -> None:
     text = README.read_text()
     text = replace_block(text, "metrics", render_markdown().rstrip() + "\n")
     text = replace_block(text, "sample-config", "```toml\n" + render_sample_config() + "```\n")
     text = replace_block(text, "verdict-table", render_table())
+    text = replace_block(text, "alert-table", dashboard_alert_table())
     README.write_text(text)
     from diskprobe.serializers import collectd, prometheus
 
