@@ -485,8 +485,10 @@ def test_a_mount_whose_daemon_died_is_still_reported_unresponsive(
     assert len(warnings) == 2 and ENOTCONN_TEXT in warnings[1], in_process.stream.getvalue()
     assert not in_process.lines("I! ", path)
     assert not in_process.lines("E! ", "")
-    # The later calls fail in the kernel: the dead daemon only ever saw the first one.
-    assert hung_mount.callers() == [in_process.worker().pid]
+    # The later calls fail in the kernel. One fresh call may still reach the daemon while it
+    # is dying (its log then names the calling thread, which has exited since); none after.
+    callers = hung_mount.callers()
+    assert callers[0] == in_process.worker().pid and len(callers) <= 2, callers
 
 
 def test_close_does_not_wait_for_a_worker_stuck_in_the_kernel(
