@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import shutil
+import subprocess
+import tempfile
+import time
 from pathlib import Path
+from typing import Callable, Iterator
 
 from diskprobe.metric import Metric
 from diskprobe.schema import FIELD_TYPES, measurement
@@ -52,3 +58,61 @@ def assert_schema(metrics: list[Metric]) -> None:
             field = spec.field(name)
             assert field is not None, f"{metric.measurement}.{name} not in schema"
             assert type(value) is FIELD_TYPES[field.type], (name, value, field.type)
+
+
+LOOP_TOOLS = ("losetup", "mkfs.ext4", "mount", "umount")
+
+
+def run_tool(*argv: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(argv, check=check, capture_output=True, text=True, timeout=60)
+
+
+@contextlib.contextmanager
+def loop_ext4(size_bytes: int, prefix: str, skip: Callable[[str], None]) -> Iterator[Path]:
+    """A fresh ext4 image on a loop device, mounted; unmounted and detached even on failure.
+
+    `skip` is called with the reason when root or a tool is missing (skip, or fail under CI).
+    """
+    problems = [] if os.geteuid() == 0 else ["needs root (losetup, mount)"]
+    missing = [tool for tool in LOOP_TOOLS if shutil.which(tool) is None]
+    if missing:
+        problems.append(f"{', '.join(missing)} not on PATH (packages util-linux, e2fsprogs)")
+    if problems:
+        skip("; ".join(problems))
+    workdir = Path(tempfile.mkdtemp(prefix=prefix)).resolve()
+    image, mount_point = workdir / "ext4.img", workdir / "mnt"
+    mount_point.mkdir()
+    loop_device = ""
+    try:
+        with open(image, "wb") as handle:
+            handle.truncate(size_bytes)
+        # lazy_*_init=0: no ext4lazyinit thread zeroing inode tables behind the writer's back.
+        run_tool("mkfs.ext4", "-q", "-F", "-m", "0",
+                 "-E", "lazy_itable_init=0,lazy_journal_init=0", str(image))  # fmt: skip
+        loop_device = run_tool("losetup", "--find", "--show", str(image)).stdout.strip()
+        assert loop_device.startswith("/dev/loop"), loop_device
+        run_tool("mount", "-t", "ext4", loop_device, str(mount_point))
+        yield mount_point
+    finally:
+        _unmount(mount_point)
+        if loop_device:
+            _detach(loop_device)
+        if not os.path.ismount(mount_point):
+            shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _unmount(mount_point: Path) -> None:
+    for _attempt in range(10):
+        if not os.path.ismount(mount_point):
+            return
+        if run_tool("umount", str(mount_point), check=False).returncode == 0:
+            return
+        time.sleep(0.2)
+    run_tool("umount", "-l", str(mount_point), check=False)  # still busy: detach it lazily
+
+
+def _detach(loop_device: str) -> None:
+    for _attempt in range(20):
+        if run_tool("losetup", "-d", loop_device, check=False).returncode == 0:
+            return
+        time.sleep(0.25)

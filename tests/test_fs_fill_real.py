@@ -27,9 +27,6 @@ from __future__ import annotations
 
 import io
 import os
-import shutil
-import subprocess
-import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -45,9 +42,10 @@ from diskprobe.metric import FieldValue
 from diskprobe.roots import HostRoots
 from diskprobe.state import StateStore
 
+from helpers import loop_ext4
+
 pytestmark = [pytest.mark.root, pytest.mark.slow]
 
-TOOLS = ("losetup", "mkfs.ext4", "mount", "umount")
 IMAGE_BYTES = 256 * 1024 * 1024
 MIB = 1024 * 1024
 CHUNK = 256 * 1024
@@ -81,65 +79,17 @@ def _under_ci() -> bool:
     return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
 
 
-def _require_environment() -> None:
-    problems: list[str] = []
-    if os.geteuid() != 0:
-        problems.append("needs root (losetup, mount)")
-    missing = [tool for tool in TOOLS if shutil.which(tool) is None]
-    if missing:
-        problems.append(f"{', '.join(missing)} not on PATH (packages util-linux, e2fsprogs)")
-    if problems:
-        reason = "; ".join(problems)
-        if _under_ci():
-            pytest.fail(f"{reason}; CI is set, so this must run", pytrace=False)
-        pytest.skip(reason)
-
-
-def _run(*argv: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(argv, check=check, capture_output=True, text=True, timeout=60)
-
-
-def _unmount(mount_point: Path) -> None:
-    for _attempt in range(10):
-        if not os.path.ismount(mount_point):
-            return
-        if _run("umount", str(mount_point), check=False).returncode == 0:
-            return
-        time.sleep(0.2)
-    _run("umount", "-l", str(mount_point), check=False)  # still busy: detach it lazily
-
-
-def _detach(loop_device: str) -> None:
-    for _attempt in range(20):
-        if _run("losetup", "-d", loop_device, check=False).returncode == 0:
-            return
-        time.sleep(0.25)
+def _skip_or_fail(reason: str) -> None:
+    if _under_ci():
+        pytest.fail(f"{reason}; CI is set, so this must run", pytrace=False)
+    pytest.skip(reason)
 
 
 @pytest.fixture
 def ext4_mount() -> Iterator[Path]:
     """A freshly made 256 MiB ext4 on a loop device, mounted; all undone even on failure."""
-    _require_environment()
-    workdir = Path(tempfile.mkdtemp(prefix="diskprobe-fill-")).resolve()
-    image, mount_point = workdir / "ext4.img", workdir / "mnt"
-    mount_point.mkdir()
-    loop_device = ""
-    try:
-        with open(image, "wb") as handle:
-            handle.truncate(IMAGE_BYTES)
-        # lazy_*_init=0: no ext4lazyinit thread zeroing inode tables behind the writer's back.
-        _run("mkfs.ext4", "-q", "-F", "-m", "0",
-             "-E", "lazy_itable_init=0,lazy_journal_init=0", str(image))  # fmt: skip
-        loop_device = _run("losetup", "--find", "--show", str(image)).stdout.strip()
-        assert loop_device.startswith("/dev/loop"), loop_device
-        _run("mount", "-t", "ext4", loop_device, str(mount_point))
+    with loop_ext4(IMAGE_BYTES, "diskprobe-fill-", _skip_or_fail) as mount_point:
         yield mount_point
-    finally:
-        _unmount(mount_point)
-        if loop_device:
-            _detach(loop_device)
-        if not os.path.ismount(mount_point):  # never delete through a mount that stayed
-            shutil.rmtree(workdir, ignore_errors=True)
 
 
 def _avail(mount_point: Path) -> int:

@@ -14,10 +14,6 @@ when torch/keras/lightning or root/loop tools are missing, unless CI is set: the
 from __future__ import annotations
 
 import os
-import shutil
-import subprocess
-import tempfile
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -26,9 +22,10 @@ import pytest
 
 from diskprobe.guard import DiskGuard
 
+from helpers import loop_ext4
+
 pytestmark = [pytest.mark.root, pytest.mark.slow]
 
-TOOLS = ("losetup", "mkfs.ext4", "mount", "umount")
 IMAGE_BYTES = 64 * 1024 * 1024
 WRITE = 4 * 1024 * 1024  # bytes written per epoch
 K = 5  # writes that still leave avail above the threshold
@@ -57,47 +54,11 @@ def _import_keras() -> Any:
     return keras
 
 
-def _run(*argv: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(argv, check=check, capture_output=True, text=True, timeout=60)
-
-
 @pytest.fixture
 def small_fs() -> Iterator[Path]:
     """A fresh 64 MiB ext4 on a loop device, mounted; unmounted and detached even on failure."""
-    problems = [] if os.geteuid() == 0 else ["needs root (losetup, mount)"]
-    missing = [tool for tool in TOOLS if shutil.which(tool) is None]
-    if missing:
-        problems.append(f"{', '.join(missing)} not on PATH (util-linux, e2fsprogs)")
-    if problems:
-        _skip_or_fail("; ".join(problems))
-    workdir = Path(tempfile.mkdtemp(prefix="diskprobe-guard-")).resolve()
-    image, mount_point = workdir / "ext4.img", workdir / "mnt"
-    mount_point.mkdir()
-    loop_device = ""
-    try:
-        with open(image, "wb") as handle:
-            handle.truncate(IMAGE_BYTES)
-        _run("mkfs.ext4", "-q", "-F", "-m", "0",
-             "-E", "lazy_itable_init=0,lazy_journal_init=0", str(image))  # fmt: skip
-        loop_device = _run("losetup", "--find", "--show", str(image)).stdout.strip()
-        _run("mount", "-t", "ext4", loop_device, str(mount_point))
+    with loop_ext4(IMAGE_BYTES, "diskprobe-guard-", _skip_or_fail) as mount_point:
         yield mount_point
-    finally:
-        for _attempt in range(10):
-            if (
-                not os.path.ismount(mount_point)
-                or _run("umount", str(mount_point), check=False).returncode == 0
-            ):
-                break
-            time.sleep(0.2)
-        else:
-            _run("umount", "-l", str(mount_point), check=False)
-        for _attempt in range(20):
-            if not loop_device or _run("losetup", "-d", loop_device, check=False).returncode == 0:
-                break
-            time.sleep(0.25)
-        if not os.path.ismount(mount_point):
-            shutil.rmtree(workdir, ignore_errors=True)
 
 
 def _avail(path: Path) -> int:
