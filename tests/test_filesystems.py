@@ -184,17 +184,57 @@ def test_worker_process_answers_like_statvfs_and_survives_its_own_death() -> Non
         assert call.done.wait(10) and call.result == os.statvfs("/")
         missing = backend.start("/nonexistent/path")
         assert missing.done.wait(10) and isinstance(missing.result, FileNotFoundError)
-        process = backend._process
-        assert process is not None
-        process.kill()
-        process.wait()
-        again = backend.start("/")  # a new helper is started
-        assert again.done.wait(10) and again.result == os.statvfs("/")
-        assert backend._process is not process
-        helper = backend._process
+        # Several deaths in a row: the dead helper's reader thread may notice its end of file
+        # only after the call to the replacement was sent, and must not fail that call.
+        for _ in range(5):
+            process = backend.helper_process
+            assert process is not None
+            process.kill()
+            process.wait()
+            again = backend.start("/")  # a new helper is started
+            assert again.done.wait(10) and again.result == os.statvfs("/")
+            assert backend.helper_process is not process
+        helper = backend.helper_process
     finally:
         backend.close()
     assert helper is not None and helper.wait(10) == 0  # end of input: the helper exits
+
+
+def test_a_dead_helper_fails_only_its_own_calls(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The order CI once hit: a call is sent to the replacement helper before the dead
+    helper's reader thread has seen its end of file. Each reader is held at a gate so that
+    order is forced, not left to the scheduler."""
+    backend = WorkerStatfs()
+    real_read = backend._read
+    gates: list[threading.Event] = []
+    readers: list[threading.Thread] = []
+
+    def gated_read(*args: object) -> None:
+        gate = threading.Event()
+        gates.append(gate)
+        readers.append(threading.current_thread())
+        gate.wait(10)
+        real_read(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(backend, "_read", gated_read)
+    try:
+        first = backend.start("/")
+        dead = backend.helper_process
+        assert dead is not None
+        dead.kill()
+        dead.wait()
+        second = backend.start("/")  # sent to a replacement; both readers still held
+        assert backend.helper_process is not dead and len(gates) == 2
+        gates[0].set()  # the dead helper's reader now reaches its end of file ...
+        readers[0].join(10)
+        assert first.done.is_set()  # answered before the kill, or failed by its reader
+        assert not second.done.is_set()  # ... and leaves the replacement's call alone
+        gates[1].set()
+        assert second.done.wait(10) and second.result == os.statvfs("/")
+    finally:
+        for gate in gates:
+            gate.set()
+        backend.close()
 
 
 def test_nan_in_a_stored_window_is_dropped_not_kept_forever(tmp_path: Path) -> None:

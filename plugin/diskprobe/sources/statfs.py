@@ -68,16 +68,28 @@ class ThreadStatfs:
         pass
 
 
+@dataclass
+class _Helper:
+    """One helper process and the calls sent to it: a helper that dies fails only its own."""
+
+    process: subprocess.Popen[bytes]
+    calls: dict[int, StatCall] = field(default_factory=dict)
+
+
 class WorkerStatfs:
     """Calls in a helper process: JSON lines {"id", "path"} out, {"id", "stat"|"errno"} back."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._calls: dict[int, StatCall] = {}
         self._ids = itertools.count()
-        self._process: subprocess.Popen[bytes] | None = None
+        self._helper: _Helper | None = None
 
-    def _spawn(self) -> subprocess.Popen[bytes]:
+    @property
+    def helper_process(self) -> subprocess.Popen[bytes] | None:
+        """The current helper (for diagnostics and tests)."""
+        return self._helper.process if self._helper is not None else None
+
+    def _spawn(self) -> _Helper:
         process = subprocess.Popen(
             [sys.executable, "-m", "diskprobe.sources.statfs_worker"],
             stdin=subprocess.PIPE,
@@ -91,17 +103,21 @@ class WorkerStatfs:
         # probe's timeout and marks healthy mounts unresponsive.
         if select.select([process.stdout], [], [], WORKER_START_TIMEOUT)[0]:
             process.stdout.readline()
+        helper = _Helper(process)
         reader = threading.Thread(
-            target=self._read, args=(process.stdout,), name="statfs-worker-reader", daemon=True
+            target=self._read,
+            args=(helper, process.stdout),
+            name="statfs-worker-reader",
+            daemon=True,
         )
         reader.start()
-        return process
+        return helper
 
-    def _read(self, stream: IO[bytes]) -> None:
+    def _read(self, helper: _Helper, stream: IO[bytes]) -> None:
         for line in stream:
             try:
                 answer = json.loads(line)
-                call = self._take(int(answer["id"]))
+                call = self._take(helper, int(answer["id"]))
                 if call is None:
                     continue
                 if "stat" in answer:
@@ -110,40 +126,42 @@ class WorkerStatfs:
                     call.finish(OSError(int(answer["errno"]), str(answer.get("error", ""))))
             except (ValueError, KeyError, TypeError):
                 continue
-        # The helper is gone: its unanswered calls will never be answered.
+        # This helper is gone: its unanswered calls will never be answered. Calls already
+        # sent to a replacement helper are not its to fail.
         with self._lock:
-            lost, self._calls = self._calls, {}
+            lost, helper.calls = helper.calls, {}
         for call in lost.values():
             call.finish(OSError(errno.EIO, "statfs helper process exited"))
 
-    def _take(self, call_id: int) -> StatCall | None:
+    def _take(self, helper: _Helper, call_id: int) -> StatCall | None:
         with self._lock:
-            return self._calls.pop(call_id, None)
+            return helper.calls.pop(call_id, None)
 
     def start(self, path: str) -> StatCall:
         call = StatCall()
         with self._lock:
-            if self._process is None or self._process.poll() is not None:
-                self._process = self._spawn()
+            if self._helper is None or self._helper.process.poll() is not None:
+                self._helper = self._spawn()
+            helper = self._helper
             call_id = next(self._ids)
-            self._calls[call_id] = call
-            stdin = self._process.stdin
+            helper.calls[call_id] = call
+        stdin = helper.process.stdin
         assert stdin is not None
         try:
             stdin.write(json.dumps({"id": call_id, "path": path}).encode() + b"\n")
             stdin.flush()
         except OSError as error:
-            self._take(call_id)
+            self._take(helper, call_id)
             call.finish(error)
         return call
 
     def close(self) -> None:
         """End of input tells the helper to exit; it is not waited for (it may be stuck)."""
         with self._lock:
-            process, self._process = self._process, None
-        if process is not None and process.stdin is not None:
+            helper, self._helper = self._helper, None
+        if helper is not None and helper.process.stdin is not None:
             with contextlib.suppress(OSError):
-                process.stdin.close()
+                helper.process.stdin.close()
 
 
 class StatfsProber:
