@@ -95,10 +95,10 @@ WORKER_EXIT_TIMEOUT_SEC = 5.0  # a closed worker with nothing stuck ends
 
 # In process (a, d, e)
 STAT_TIMEOUT_SEC = 1.0
-FIRST_COLLECT_SLACK_SEC = 0.5  # the first collect waits the timeout once, plus this at most
-QUICK_COLLECT_SEC = 0.5  # a collect that does not wait for the stuck mount again
+FIRST_COLLECT_SLACK_SEC = 0.9  # the first collect waits the timeout once (not twice), plus this
+QUICK_COLLECT_SEC = 0.9  # under STAT_TIMEOUT_SEC: a collect that did not wait for the stuck mount
 STUCK_COLLECTS = 3  # collects while the mount is stuck: one statfs request for all of them
-CLOSE_SEC = 0.2  # FilesystemsCollector.close() does not wait for the worker
+CLOSE_SEC = 2.0  # FilesystemsCollector.close() does not wait for the stuck worker (forever)
 
 # Out of process (b, c)
 LOOP_STAT_TIMEOUT = "500ms"
@@ -107,8 +107,8 @@ FIRST_BATCH_SLACK_MS = 500.0  # the first batch (no prime for filesystems) waits
 START_TIMEOUT_SEC = 15.0  # interpreter start-up, prime() and the first batch, on a slow runner
 RUN_SEC = 5.0  # batches watched after the first one
 CADENCE_SEC = 1.0
-CADENCE_TOLERANCE_SEC = 0.25
-BATCH_FS_DURATION_MS = 250.0  # a later batch never waits the timeout for the stuck mount
+CADENCE_TOLERANCE_SEC = 0.4  # under LOOP_TIMEOUT_MS: no batch waited for the hung mount
+BATCH_FS_DURATION_MS = 400.0  # under LOOP_TIMEOUT_MS: a later batch never waits for the stuck mount
 EXIT_TIMEOUT_SEC = 2.0  # diskprobe exits this soon after EOF on stdin, stuck statfs or not
 
 
@@ -369,7 +369,7 @@ class InProcess:
         return collection, {m.tags["path"]: m for m in collection.metrics}, took
 
     def worker(self) -> subprocess.Popen[bytes]:
-        process = self.backend._process
+        process = self.backend.helper_process
         assert process is not None, "no statfs worker running"
         assert WORKER_MODULE in _cmdline(process.pid), _cmdline(process.pid)
         if process not in self.workers:
@@ -404,7 +404,7 @@ def in_process(hung_mount: HungMount, tmp_path: Path) -> Iterator[InProcess]:
         # The worker's stuck call fails with ENOTCONN; closed, the worker then ends at once.
         hung_mount.release()
         hung_mount.abort()
-        if backend._process is not None:
+        if backend.helper_process is not None:
             setup.worker()
         collector.close()
         stuck: dict[int, dict[str, str]] = {}

@@ -186,10 +186,12 @@ def test_cmdline_with_newlines_stays_on_one_line() -> None:
 
     from diskprobe.sources.procio import _cmdline
 
-    child = subprocess.Popen([sys.executable, "-c", "import time\ntime.sleep(30)\n"])
+    script = "import time\nprint('up', flush=True)\ntime.sleep(30)\n"
+    child = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE)
     try:
+        assert child.stdout is not None and child.stdout.readline() == b"up\n"  # exec is done
         text = _cmdline(psutil.Process(child.pid))
-        assert text is not None and "\n" not in text and "import time time.sleep(30)" in text
+        assert text is not None and "\n" not in text and "import time print('up'" in text
     finally:
         child.kill()
         child.wait()
