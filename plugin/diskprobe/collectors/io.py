@@ -5,8 +5,7 @@ from __future__ import annotations
 import fnmatch
 import time
 import zlib
-from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, NamedTuple
 
 from diskprobe.collectors.base import Collection
 from diskprobe.compute.counters import counter_deltas
@@ -19,7 +18,7 @@ from diskprobe.sources.blockinfo import BlockInfo, read_block_info
 from diskprobe.sources.diskstats import (
     IN_FLIGHT,
     DiskStat,
-    parse_diskstats_line,
+    parse_diskstats_parts,
     read_diskstats_text,
 )
 
@@ -28,17 +27,11 @@ GAUGES = frozenset({IN_FLIGHT})
 INFO_REFRESH_SEC = 3600.0  # re-read model/serial hourly (staggered): udev may fill them late
 
 
-@dataclass
-class _Previous:
-    line: str  # the raw line: an identical line next time means an idle device
-    stat: DiskStat
-    monotonic: float
-
-
-@dataclass
-class _CachedInfo:
+class _CachedInfo(NamedTuple):
+    major: int
+    minor: int
     info: BlockInfo
-    tags: dict[str, str]
+    tags: dict[str, str]  # shared by every point of this device: never mutated downstream
     read_at: float
 
 
@@ -62,9 +55,12 @@ class IoCollector:
         self._log = log
         self._monotonic = monotonic
         self._wall_ns = wall_ns
-        self._previous: dict[str, _Previous] = {}
+        # name -> (its raw line, parsed): an identical line next time means an idle device.
+        # Every device in _previous was sampled by the same collect(), at _previous_at.
+        self._previous: dict[str, tuple[str, DiskStat]] = {}
+        self._previous_at: float | None = None
         self._selected: dict[str, bool] = {}
-        self._info: dict[tuple[str, int, int], _CachedInfo] = {}
+        self._info: dict[str, _CachedInfo] = {}
         self._idle_templates: dict[int, dict[str, FieldValue]] = {}
 
     def _name_selected(self, name: str) -> bool:
@@ -77,15 +73,13 @@ class IoCollector:
             selected = self._selected[name] = included and not excluded
         return selected
 
-    def _device_info(self, stat: DiskStat, now: float) -> _CachedInfo:
-        key = (stat.name, stat.major, stat.minor)
-        cached = self._info.get(key)
-        if cached is None or now - cached.read_at > INFO_REFRESH_SEC:
-            info = read_block_info(self._roots, stat.name, stat.major, stat.minor)
-            # Stagger refreshes by name, so thousands of devices seen at once are not all
-            # re-read in one cycle ten minutes later.
-            read_at = now - (zlib.crc32(stat.name.encode()) % 1000) * INFO_REFRESH_SEC / 1000
-            cached = self._info[key] = _CachedInfo(info, self._tags(stat.name, info), read_at)
+    def _read_info(self, stat: DiskStat, now: float) -> _CachedInfo:
+        info = read_block_info(self._roots, stat.name, stat.major, stat.minor)
+        # Stagger refreshes by name, so thousands of devices seen at once are not all
+        # re-read in one cycle an hour later.
+        read_at = now - (zlib.crc32(stat.name.encode()) % 1000) * INFO_REFRESH_SEC / 1000
+        tags = self._tags(stat.name, info)
+        cached = self._info[stat.name] = _CachedInfo(stat.major, stat.minor, info, tags, read_at)
         return cached
 
     def _tags(self, name: str, info: BlockInfo) -> dict[str, str]:
@@ -103,60 +97,92 @@ class IoCollector:
         pass
 
     def collect(self) -> Collection:
+        """One pass over the file. It runs every interval over thousands of lines on a busy
+        node, so the common cases are short and inline: an excluded name costs one split, an
+        unchanged line (an idle device) a string comparison and a copy of the zero template."""
         text = read_diskstats_text(self._roots)
         now, time_ns = self._monotonic(), self._wall_ns()
+        elapsed = now - self._previous_at if self._previous_at is not None else 0.0
         metrics: list[Metric] = []
-        previous, current, seen = self._previous, {}, set()
+        current: dict[str, tuple[str, DiskStat]] = {}
+        seen: set[str] = set()
+        selected, previous, infos = self._selected, self._previous, self._info
         for line in text.splitlines():
             parts = line.split(None, 3)
+            if len(parts) != 4:
+                self._skip(line)
+                continue
+            name = parts[2]
             # The name first: excluded devices (often most of them) cost no int parsing.
-            if len(parts) == 4 and not self._name_selected(parts[2]):
+            chosen = selected.get(name)
+            if not (self._name_selected(name) if chosen is None else chosen):
                 continue
-            before = previous.get(parts[2]) if len(parts) == 4 else None
-            idle = before is not None and before.line == line
-            stat = before.stat if idle and before else parse_diskstats_line(line)
-            if stat is None:
-                if line.strip():
-                    self._log.debug_once(f"diskstats-skip:{line}", f"diskstats: skipping {line!r}")
-                continue
-            seen.add(stat.name)
-            cached = self._device_info(stat, now)
+            before = previous.get(name)
+            if before is not None and before[0] == line:
+                stat, rates = before[1], self._idle_rates(before[1], elapsed)
+            else:
+                parsed = parse_diskstats_parts(parts)
+                if parsed is None:
+                    self._skip(line)
+                    continue
+                stat, rates = parsed, self._rates(parsed, before, elapsed)
+            seen.add(name)
+            cached = infos.get(name)
+            if (
+                cached is None
+                or now - cached.read_at > INFO_REFRESH_SEC
+                or cached.major != stat.major
+                or cached.minor != stat.minor
+            ):
+                cached = self._read_info(stat, now)
             if cached.info.is_partition and not self.config.partitions:
                 continue
-            current[stat.name] = _Previous(line, stat, now)
-            fields = self._fields(stat, before, now, idle)
+            current[name] = (line, stat)
+            fields = self._with_counters(stat, rates) if self.config.counters else rates
             if fields:
-                metrics.append(Metric(MEASUREMENT, dict(cached.tags), fields, time_ns))
-        self._previous = current
+                metrics.append(Metric(MEASUREMENT, cached.tags, fields, time_ns))
+        self._previous, self._previous_at = current, now
         if len(self._info) > 2 * len(seen) + 64:
             # Devices come and go (loop, dm): forget the ones no longer present.
-            self._info = {k: v for k, v in self._info.items() if k[0] in seen}
+            self._info = {name: info for name, info in self._info.items() if name in seen}
             self._selected.clear()
         return Collection(metrics=metrics, items=len(current))
 
-    def _fields(
-        self, stat: DiskStat, before: _Previous | None, now: float, idle: bool
+    def _skip(self, line: str) -> None:
+        if line.strip():
+            self._log.debug_once(f"diskstats-skip:{line}", f"diskstats: skipping {line!r}")
+
+    @staticmethod
+    def _with_counters(stat: DiskStat, rates: dict[str, FieldValue]) -> dict[str, FieldValue]:
+        fields = counter_fields(stat.counters)
+        fields["in_flight"] = stat.counters[IN_FLIGHT]
+        fields.update(rates)
+        return fields
+
+    def _idle_rates(self, stat: DiskStat, elapsed: float) -> dict[str, FieldValue]:
+        """Nothing moved: the rates are the zero template's (as computed, exactly)."""
+        if elapsed <= 0:
+            return {}
+        rates = dict(self._idle_fields(stat.counters))
+        rates["in_flight"] = stat.counters[IN_FLIGHT]
+        rates["interval_sec"] = elapsed
+        return rates
+
+    def _rates(
+        self, stat: DiskStat, before: tuple[str, DiskStat] | None, elapsed: float
     ) -> dict[str, FieldValue]:
-        fields: dict[str, FieldValue] = {}
-        if self.config.counters:
-            fields.update(counter_fields(stat.counters))
-            fields["in_flight"] = stat.counters[IN_FLIGHT]
-        if before is None or (before.stat.major, before.stat.minor) != (stat.major, stat.minor):
-            return fields
-        elapsed = now - before.monotonic
-        if elapsed <= 0 or len(before.stat.counters) != len(stat.counters):
-            return fields
-        if idle:  # nothing moved: the rates are the zero template's (as computed, exactly)
-            fields.update(self._idle_fields(stat.counters))
-            fields["in_flight"] = stat.counters[IN_FLIGHT]
-            fields["interval_sec"] = elapsed
-            return fields
-        deltas = counter_deltas(before.stat.counters, stat.counters, GAUGES)
+        if before is None or elapsed <= 0:
+            return {}
+        earlier = before[1]
+        if (earlier.major, earlier.minor) != (stat.major, stat.minor):
+            return {}  # the same name, another device: it starts afresh
+        if len(earlier.counters) != len(stat.counters):
+            return {}
+        deltas = counter_deltas(earlier.counters, stat.counters, GAUGES)
         if deltas is None:
             self._log.debug(f"io: counters of {stat.name} went backwards (reset); skipping once")
-            return fields
-        fields.update(iostat_fields(deltas, stat.counters, elapsed))
-        return fields
+            return {}
+        return iostat_fields(deltas, stat.counters, elapsed)
 
     def _idle_fields(self, counters: tuple[int, ...]) -> dict[str, FieldValue]:
         template = self._idle_templates.get(len(counters))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from operator import sub
 from typing import Sequence
 
 WRAP_32 = 1 << 32
@@ -18,7 +19,7 @@ def counter_deltas(
     Any other decrease means the device was removed and re-added: no rate this interval.
     Indexes in `gauges` are instantaneous values, not counters; their delta is not checked.
     """
-    deltas = [cur - prev for cur, prev in zip(current, previous)]
+    deltas = list(map(sub, current, previous))
     if min(deltas, default=0) >= 0:
         return deltas
     for index, delta in enumerate(deltas):

@@ -38,14 +38,14 @@ from diskprobe.sources.diskstats import (
 SECTOR_BYTES = 512  # /proc/diskstats counts 512-byte sectors whatever the device's block size
 
 
-def _ratio(numerator: float, denominator: float) -> float:
-    return numerator / denominator if denominator else 0.0
-
-
 def iostat_fields(
     deltas: Sequence[int], current: Sequence[int], elapsed_sec: float
 ) -> dict[str, FieldValue]:
-    """The diskprobe_io rate fields for one device; `elapsed_sec` must be > 0."""
+    """The diskprobe_io rate fields for one device; `elapsed_sec` must be > 0.
+
+    Runs for every busy device every interval (thousands on a Kubernetes node), so the
+    ratios are inline: `x / n if n else 0.0` is iostat's "0.0 without I/O".
+    """
     per_sec = 1.0 / elapsed_sec
     reads, writes = deltas[READS], deltas[WRITES]
     read_ms, write_ms = deltas[READ_MS], deltas[WRITE_MS]
@@ -58,10 +58,10 @@ def iostat_fields(
         "write_merged_per_sec": deltas[WRITES_MERGED] * per_sec,
         "read_bytes_per_sec": read_bytes * per_sec,
         "write_bytes_per_sec": write_bytes * per_sec,
-        "read_await_ms": _ratio(read_ms, reads),
-        "write_await_ms": _ratio(write_ms, writes),
-        "read_request_bytes": _ratio(read_bytes, reads),
-        "write_request_bytes": _ratio(write_bytes, writes),
+        "read_await_ms": read_ms / reads if reads else 0.0,
+        "write_await_ms": write_ms / writes if writes else 0.0,
+        "read_request_bytes": read_bytes / reads if reads else 0.0,
+        "write_request_bytes": write_bytes / writes if writes else 0.0,
         "queue_size": deltas[WEIGHTED_MS] * per_sec / 1000.0,
         "util_percent": deltas[IO_MS] * per_sec / 10.0,
         "in_flight": current[IN_FLIGHT],
@@ -69,18 +69,20 @@ def iostat_fields(
     }
     ios, io_ms = reads + writes, read_ms + write_ms
     if len(deltas) >= WITH_DISCARDS:
-        discards, discard_bytes = deltas[DISCARDS], deltas[DISCARD_SECTORS] * SECTOR_BYTES
+        discards, discard_ms = deltas[DISCARDS], deltas[DISCARD_MS]
+        discard_bytes = deltas[DISCARD_SECTORS] * SECTOR_BYTES
         ios += discards
-        io_ms += deltas[DISCARD_MS]
+        io_ms += discard_ms
         fields["discards_per_sec"] = discards * per_sec
         fields["discard_merged_per_sec"] = deltas[DISCARDS_MERGED] * per_sec
         fields["discard_bytes_per_sec"] = discard_bytes * per_sec
-        fields["discard_await_ms"] = _ratio(deltas[DISCARD_MS], discards)
-        fields["discard_request_bytes"] = _ratio(discard_bytes, discards)
+        fields["discard_await_ms"] = discard_ms / discards if discards else 0.0
+        fields["discard_request_bytes"] = discard_bytes / discards if discards else 0.0
     if len(deltas) >= WITH_FLUSHES:
-        fields["flushes_per_sec"] = deltas[FLUSHES] * per_sec
-        fields["flush_await_ms"] = _ratio(deltas[FLUSH_MS], deltas[FLUSHES])
-    fields["await_ms"] = _ratio(io_ms, ios)
+        flushes = deltas[FLUSHES]
+        fields["flushes_per_sec"] = flushes * per_sec
+        fields["flush_await_ms"] = deltas[FLUSH_MS] / flushes if flushes else 0.0
+    fields["await_ms"] = io_ms / ios if ios else 0.0
     return fields
 
 

@@ -54,20 +54,37 @@ def _stat_count(available: int) -> int:
     return BASE_STATS
 
 
-def parse_diskstats_line(line: str) -> DiskStat | None:
-    """Parse one line; None for lines that are not a usable device line."""
-    parts = line.split()
-    available = len(parts) - 3
+def parse_counters(numbers: str) -> tuple[int, ...] | None:
+    """The counters after `major minor name` ("3462 1109 219406 ..."); None when unusable."""
+    tokens = numbers.split()
+    available = len(tokens)
     if available < BASE_STATS:
+        return None
+    keep = _stat_count(available)
+    try:
+        counters = tuple(map(int, tokens if keep == available else tokens[:keep]))
+    except ValueError:
+        return None
+    return None if min(counters) < 0 else counters
+
+
+def parse_diskstats_parts(parts: list[str]) -> DiskStat | None:
+    """A line already split as `line.split(None, 3)`: major, minor, name, the counters."""
+    if len(parts) < 4:
         return None
     try:
         major, minor = int(parts[0]), int(parts[1])
-        counters = tuple(map(int, parts[3 : 3 + _stat_count(available)]))
     except ValueError:
         return None
-    if major < 0 or minor < 0 or min(counters) < 0:
+    counters = parse_counters(parts[3])
+    if counters is None or major < 0 or minor < 0:
         return None
     return DiskStat(major, minor, parts[2], counters)
+
+
+def parse_diskstats_line(line: str) -> DiskStat | None:
+    """Parse one line; None for lines that are not a usable device line."""
+    return parse_diskstats_parts(line.split(None, 3))
 
 
 def parse_diskstats(text: str, log: Logger | None = None) -> list[DiskStat]:
