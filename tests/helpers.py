@@ -63,6 +63,15 @@ def assert_schema(metrics: list[Metric]) -> None:
 LOOP_TOOLS = ("losetup", "mkfs.ext4", "mount", "umount")
 
 
+def smart_verdict(metrics: list[Metric]) -> tuple[str | None, tuple[str, ...]]:
+    """The one drive's verdict and its reasons, from a SMART collection of a single drive."""
+    smart = [m for m in metrics if m.measurement == "diskprobe_smart"]
+    assert len(smart) == 1
+    status = smart[0].fields.get("verdict")
+    reasons = str(smart[0].fields.get("verdict_reasons", ""))
+    return (str(status) if status is not None else None), tuple(r for r in reasons.split(",") if r)
+
+
 def run_tool(*argv: str, check: bool = True) -> subprocess.CompletedProcess[str]:
     return subprocess.run(argv, check=check, capture_output=True, text=True, timeout=60)
 

@@ -27,7 +27,7 @@ from smart_harness import (
     run_golden_case,
 )
 
-from helpers import assert_schema
+from helpers import assert_schema, smart_verdict
 from lineproto import parse_lines
 
 CASES = golden_cases()
@@ -211,12 +211,7 @@ def test_golden_case_conforms_to_schema_with_one_json_call(case: Path, runs: Run
 
 
 def _verdict(run: GoldenRun) -> tuple[str | None, tuple[str, ...]]:
-    smart = [m for m in run.collection.metrics if m.measurement == "diskprobe_smart"]
-    assert len(smart) == 1
-    fields = smart[0].fields
-    status = fields.get("verdict")
-    reasons = str(fields.get("verdict_reasons", ""))
-    return (str(status) if status is not None else None), tuple(r for r in reasons.split(",") if r)
+    return smart_verdict(run.collection.metrics)
 
 
 @pytest.mark.parametrize("name", sorted(FAILING))

@@ -27,7 +27,7 @@ from diskprobe.smart.devices import DriveSpec, parse_scan
 from smart_harness import golden_by_key, golden_differences
 from smart_text_cases import GOLDEN_TEXT, TextRun, run_text_case, text_cases
 
-from helpers import assert_schema
+from helpers import assert_schema, smart_verdict
 from lineproto import parse_lines
 
 CASES = text_cases()
@@ -326,11 +326,7 @@ def test_one_smartctl_call_per_drive_with_the_spec_as_configured(
 
 
 def _verdict(run: TextRun) -> tuple[str | None, tuple[str, ...]]:
-    smart = [m for m in run.collection.metrics if m.measurement == "diskprobe_smart"]
-    assert len(smart) == 1
-    status = smart[0].fields.get("verdict")
-    reasons = str(smart[0].fields.get("verdict_reasons", ""))
-    return (str(status) if status is not None else None), tuple(r for r in reasons.split(",") if r)
+    return smart_verdict(run.collection.metrics)
 
 
 @pytest.mark.parametrize("name", sorted(FAILING))
