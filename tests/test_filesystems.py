@@ -7,6 +7,7 @@ import math
 import os
 import subprocess
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -103,7 +104,8 @@ def test_stuck_mount_is_reported_unresponsive_once_logged_and_not_probed_again(
     tmp_path: Path,
 ) -> None:
     statvfs = BlockingStatvfs("/dev/shm")
-    collector, log = _collector(tmp_path, prober=StatfsProber(1.0, ThreadStatfs(statvfs)))
+    prober = StatfsProber(1.0, ThreadStatfs(statvfs))
+    collector, log = _collector(tmp_path, prober=prober)
     for _ in range(3):
         by_path = {m.tags["path"]: m for m in collector.collect().metrics}
         assert by_path["/dev/shm"].fields == {"responsive": False}
@@ -113,6 +115,11 @@ def test_stuck_mount_is_reported_unresponsive_once_logged_and_not_probed_again(
         log.getvalue().count("W! ") == 1 and "/dev/shm did not answer within 1s" in log.getvalue()
     )
     statvfs.release.set()
+    # The blocked call returns in its own thread; until it has, the mount is still stuck.
+    deadline = time.monotonic() + 10
+    while prober.stuck() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert prober.stuck() == []
     by_path = {m.tags["path"]: m for m in collector.collect().metrics}
     assert by_path["/dev/shm"].fields["responsive"] is True
     assert log.getvalue().count("I! ") == 1 and "answers again" in log.getvalue()
