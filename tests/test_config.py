@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
+from dataclasses import fields
 from pathlib import Path
 
 import pytest
 
-from diskprobe.config import AgentConfig, ConfigError, load_config, load_config_text
+from diskprobe.config import (
+    SECTIONS,
+    AgentConfig,
+    ConfigError,
+    field_default,
+    load_config,
+    load_config_text,
+)
 from diskprobe.durations import format_duration, parse_duration
 from diskprobe.sample_config import render_sample_config
 
@@ -123,3 +132,75 @@ def test_cli_bad_interval_flag() -> None:
     assert result.returncode == 2 and result.stderr.startswith(
         "E! config: --interval: bad duration"
     )
+
+
+# -- bounds, flags and the environment go through the same checks (#11 item 10) --------------
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        'interval = "10ms"\n',
+        'interval = "24h"\n',
+        'state_save_interval = "0s"\n',
+        '[smart]\ninterval = "168h"\nrescan = "168h"\ntimeout = "1h"\n',
+        '[filesystems]\nforecast_window = "720h"\nstat_timeout = "10ms"\n',
+        '[output]\nurl = "https://[::1]:8086/influx"\n',
+        '[output]\nurl = "http://influxdb"\n',
+        '[smart]\ndevices = ["/dev/sda", "/dev/bus/0 -d megaraid,5"]\n',
+    ],
+)
+def test_values_at_the_bounds_are_accepted(text: str) -> None:
+    load_config_text(text, "ok.toml")
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('interval = "9ms"\n', "'interval' must be 10ms to 24h, not '9ms'"),
+        ('state_save_interval = "-1s"\n', "bad duration"),
+        ('[smart]\nrescan = "169h"\n', "'rescan' must be 10ms to 7 days"),
+        ("[smart]\nconcurrency = 65\n", "'concurrency' must be at most 64"),
+        ('[smart]\nexclude = ["a\\u0000"]\n', "'exclude' must not contain a NUL character"),
+        ('[output]\nurl = "http://:8086"\n', "'url' must be an http:// or https:// URL"),
+        ('[output]\nurl = "http://h:0"\n', "'url': the port must be a number from 1 to 65535"),
+    ],
+)
+def test_out_of_bounds_values_are_refused(text: str, message: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        load_config_text(text, "bad.toml")
+    assert str(caught.value).startswith("bad.toml: ") and message in str(caught.value)
+
+
+def test_a_directory_is_not_a_config_file(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="not a regular file"):
+        load_config(str(tmp_path))
+
+
+def test_flags_pass_the_same_checks_and_win_over_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "d.toml"
+    path.write_text('interval = "1m"\n[output]\nkind = "influxdb"\nbucket = "b"\n')
+    flags = [("--interval", "interval", "5s"), ("--url", "output.url", "http://h:8086")]
+    config = load_config(str(path), flags)  # the file alone lacks the url: checked after flags
+    assert config.interval == 5.0 and config.output.url == "http://h:8086"
+    with pytest.raises(ConfigError, match=r"^--interval must be 10ms to 24h, not '1ns'$"):
+        load_config(str(path), [("--interval", "interval", "1ns")])
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-5", "ten", "1e-9", "1e300"])
+def test_bad_collectd_interval_is_refused(value: str) -> None:
+    with pytest.raises(ConfigError, match=r"^COLLECTD_INTERVAL"):
+        load_config_text('format = "collectd"\n', "", env={"COLLECTD_INTERVAL": value})
+
+
+def test_sample_config_documents_every_range() -> None:
+    text = re.sub(r"\n *## ", " ", render_sample_config())  # the docs, unwrapped
+    assert "Range: 10ms to 24h." in text and "Range: 1 to 64." in text
+    keys = re.findall(r"Range: [^.]+\.(?: Example:)?\n *# (\w+) = ", text)
+    bounded = [
+        item.name
+        for cls in (AgentConfig, *SECTIONS.values())
+        for item in fields(cls)
+        if item.metadata.get("kind") == "duration" or type(field_default(item)) is int
+    ]
+    assert sorted(keys) == sorted(bounded)

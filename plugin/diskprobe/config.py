@@ -5,28 +5,31 @@ The dataclasses below are the single source for loading, validation and `--sampl
 
 from __future__ import annotations
 
-import difflib
-import sys
 from dataclasses import MISSING, Field, dataclass, field, fields, replace
-from typing import Any, Optional
+from typing import Any, Mapping, Optional, Sequence
 
-from diskprobe.durations import parse_duration
+from diskprobe.config_checks import ConfigError as ConfigError
+from diskprobe.config_checks import check_config, closest, collectd_interval, convert
+from diskprobe.config_file import parse_toml, read_config_file
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on Python < 3.11 only
-    import tomli as tomllib
-
-
-class ConfigError(Exception):
-    """A problem in the configuration: one line, names the file and the key."""
+DAY = 86400.0
+# Upper bounds (seconds) of durations that are not collection intervals (those: 10 ms to 24 h).
+TIMEOUT_MAX = 3600.0
+SLOW_INTERVAL_MAX = 7 * DAY
 
 
 def _opt(
-    default: Any, doc: str, kind: str = "", choices: tuple[str, ...] = (), minimum: int = 0
+    default: Any,
+    doc: str,
+    kind: str = "",
+    choices: tuple[str, ...] = (),
+    minimum: Optional[float] = None,
+    maximum: Optional[float] = None,
 ) -> Any:
-    # kind "duration": written as a string ("10s"), held as float seconds.
-    meta = {"doc": doc, "kind": kind, "choices": choices, "minimum": minimum}
+    # kind "duration": written as a string ("10s"), held as float seconds; "path", "url",
+    # "drives": strings with their own checks (config_checks.py). minimum/maximum bound ints
+    # and durations (seconds); unset, a duration gets 10 ms .. 24 h.
+    meta = {"doc": doc, "kind": kind, "choices": choices, "minimum": minimum, "maximum": maximum}
     if isinstance(default, (list, dict)):
         return field(default_factory=lambda: type(default)(default), metadata=meta)
     return field(default=default, metadata=meta)
@@ -87,12 +90,17 @@ class FilesystemsConfig:
         "How long one statfs may take before the mount is reported with responsive=false "
         "(hung NFS or FUSE); it is not probed again until that call returns.",
         "duration",
+        maximum=TIMEOUT_MAX,
     )
     forecast_window: float = _opt(
-        6 * 3600.0, "How much history the fill-rate forecast looks at.", "duration"
+        6 * 3600.0,
+        "How much history the fill-rate forecast looks at.",
+        "duration",
+        minimum=1.0,
+        maximum=30 * DAY,
     )
     forecast_min_samples: int = _opt(
-        6, "Samples needed in the window before a forecast is made.", minimum=2
+        6, "Samples needed in the window before a forecast is made.", minimum=2, maximum=100_000
     )
 
 
@@ -106,13 +114,17 @@ class SmartConfig:
         "How often each drive is read; a full read is costly and hourly is common practice. "
         "Reads run in worker threads and never delay the other collectors.",
         "duration",
+        maximum=SLOW_INTERVAL_MAX,
     )
-    smartctl_path: str = _opt("smartctl", "smartctl to run: a name on PATH or a full path.")
+    smartctl_path: str = _opt("smartctl", "smartctl to run: a name on PATH or a full path.", "path")
     use_sudo: bool = _opt(
         False, "Run smartctl through `sudo -n` (see telegraf/sudoers.d/diskprobe)."
     )
     timeout: float = _opt(
-        30.0, "Longest one smartctl call may take; then its process group is killed.", "duration"
+        30.0,
+        "Longest one smartctl call may take; then its process group is killed.",
+        "duration",
+        maximum=TIMEOUT_MAX,
     )
     nocheck: str = _opt(
         "standby",
@@ -124,10 +136,13 @@ class SmartConfig:
         [],
         'Drives to read, each optionally with its type ("/dev/sda -d sat", '
         '"/dev/bus/0 -d megaraid,5"); empty: discover with `smartctl --scan-open`.',
+        "drives",
     )
     exclude: list[str] = _opt([], "Drives to leave out, as globs on the device path.")
-    rescan: float = _opt(3600.0, "How often discovery runs again.", "duration")
-    concurrency: int = _opt(4, "Drives read at the same time.", minimum=1)
+    rescan: float = _opt(
+        3600.0, "How often discovery runs again.", "duration", maximum=SLOW_INTERVAL_MAX
+    )
+    concurrency: int = _opt(4, "Drives read at the same time.", minimum=1, maximum=64)
     attributes: bool = _opt(
         True, "Also send every ATA attribute (measurement diskprobe_smart_attr)."
     )
@@ -137,7 +152,7 @@ class SmartConfig:
         "also used when smartctl is missing).",
         choices=("smartctl", "nvme-cli"),
     )
-    nvme_path: str = _opt("nvme", "nvme-cli to run: a name on PATH or a full path.")
+    nvme_path: str = _opt("nvme", "nvme-cli to run: a name on PATH or a full path.", "path")
     thresholds: dict[str, dict[str, int]] = _opt(
         {},
         "Verdict limits per value, overriding the defaults in the README's verdict table, "
@@ -164,9 +179,11 @@ class ProcessIoConfig:
     interval: Optional[float] = _opt(
         None, "Own collection interval; unset means the agent-wide interval.", "duration"
     )
-    top: int = _opt(5, "How many processes to report, busiest first.", minimum=1)
+    top: int = _opt(5, "How many processes to report, busiest first.", minimum=1, maximum=1000)
     min_bytes_per_sec: int = _opt(
-        1048576, "Leave out processes below this read+write rate (bytes per second)."
+        1048576,
+        "Leave out processes below this read+write rate (bytes per second).",
+        maximum=10**15,
     )
     cmdline: bool = _opt(
         True, "Send the command line (first 256 characters); false drops it for privacy."
@@ -182,10 +199,16 @@ class CgroupIoConfig:
         None, "Own collection interval; unset means the agent-wide interval.", "duration"
     )
     max_depth: int = _opt(
-        6, "How deep to walk below HOST_SYS/fs/cgroup (kubepods need about 4).", minimum=1
+        6,
+        "How deep to walk below HOST_SYS/fs/cgroup (kubepods need about 4).",
+        minimum=1,
+        maximum=64,
     )
     max_cgroups: int = _opt(
-        50, "Report at most this many cgroups with I/O in the interval, busiest first.", minimum=1
+        50,
+        "Report at most this many cgroups with I/O in the interval, busiest first.",
+        minimum=1,
+        maximum=100_000,
     )
 
 
@@ -199,20 +222,29 @@ class OutputConfig:
         "3.x and compatible servers), batched, gzip, with retries and an on-disk spool.",
         choices=("stdout", "influxdb"),
     )
-    url: str = _opt("", 'InfluxDB URL, e.g. "http://influxdb:8086".')
+    url: str = _opt(
+        "",
+        'InfluxDB URL: http or https, a host and an optional port, e.g. "http://influxdb:8086".',
+        "url",
+    )
     org: str = _opt("", "InfluxDB organization (any value for InfluxDB 1.8).")
     bucket: str = _opt("", 'Bucket (InfluxDB 1.8: "database/retention_policy").')
     token_file: str = _opt(
         "", "File holding the API token; if empty, the INFLUX_TOKEN variable. Never logged."
     )
-    timeout: float = _opt(10.0, "Longest one write request may take.", "duration")
+    timeout: float = _opt(
+        10.0, "Longest one write request may take.", "duration", maximum=TIMEOUT_MAX
+    )
     spool_dir: str = _opt(
         "/var/lib/diskprobe/spool",
         "Batches that could not be written wait here, replayed in order on recovery and "
         "after a restart.",
+        "path",
     )
     spool_max_bytes: int = _opt(
-        104857600, "Spool size limit; beyond it the oldest batches are dropped (and counted)."
+        104857600,
+        "Spool size limit; beyond it the oldest batches are dropped (and counted).",
+        maximum=2**40,
     )
 
 
@@ -249,9 +281,13 @@ class AgentConfig:
         "Where forecast windows (and drive baselines) survive restarts. If its directory is "
         "not writable, $XDG_STATE_HOME/diskprobe/state.json (or ~/.local/state/...) is used, "
         "else state is kept in memory only.",
+        "path",
     )
     state_save_interval: float = _opt(
-        60.0, "Write the state file at most this often (and at exit).", "duration"
+        60.0,
+        'Write the state file at most this often (and at exit); "0s": after every batch.',
+        "duration",
+        minimum=0.0,
     )
     io: IoConfig = field(default_factory=IoConfig, metadata={"doc": IoConfig.__doc__})
     filesystems: FilesystemsConfig = field(
@@ -283,60 +319,9 @@ SECTIONS: dict[str, type] = {
 }
 
 
-def _closest(key: str, valid: list[str]) -> str:
-    match = difflib.get_close_matches(key, valid, n=1, cutoff=0.0)
-    return f" (closest valid key: {match[0]!r})" if match else ""
-
-
-def _thresholds(where: str, name: str, value: Any) -> dict[str, dict[str, int]]:
-    from diskprobe.smart.verdict import DEFAULT_THRESHOLDS
-
-    if not isinstance(value, dict):
-        raise ConfigError(f"{where} '{name}' must be a table of {{ warn = N, fail = N }}")
-    for key, limits in value.items():
-        if key not in DEFAULT_THRESHOLDS:
-            raise ConfigError(
-                f"{where} '{name}': unknown value '{key}'{_closest(key, list(DEFAULT_THRESHOLDS))}"
-            )
-        if (
-            not isinstance(limits, dict)
-            or not limits
-            or any(k not in ("warn", "fail") or type(v) is not int for k, v in limits.items())
-        ):
-            raise ConfigError(f"{where} '{name}.{key}' must be {{ warn = N, fail = N }}")
-    return value
-
-
-def _convert(where: str, name: str, value: Any, default: Any, meta: dict[str, Any]) -> Any:
-    kind, choices = meta.get("kind", ""), meta.get("choices", ())
-    if kind == "thresholds":
-        return _thresholds(where, name, value)
-    if kind == "duration":
-        if isinstance(value, bool) or not isinstance(value, (str, int, float)):
-            raise ConfigError(f"{where} '{name}' must be a duration string like \"10s\"")
-        try:
-            seconds = parse_duration(value) if isinstance(value, str) else float(value)
-        except ValueError as error:
-            raise ConfigError(f"{where} '{name}': {error}") from None
-        if seconds <= 0:
-            raise ConfigError(f"{where} '{name}' must be longer than zero")
-        return seconds
-    expected = type(default)
-    if isinstance(default, list):
-        if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
-            raise ConfigError(f"{where} '{name}' must be a list of strings")
-        bad = [item for item in value if choices and item not in choices]
-    else:
-        if type(value) is not expected:
-            raise ConfigError(
-                f"{where} '{name}' must be of type {expected.__name__}, not {type(value).__name__}"
-            )
-        bad = [value] if choices and value not in choices else []
-        if isinstance(value, int) and value < meta.get("minimum", 0):
-            raise ConfigError(f"{where} '{name}' must be at least {meta['minimum']}")
-    if bad:
-        raise ConfigError(f"{where} '{name}': {bad[0]!r} is not one of {', '.join(choices)}")
-    return value
+Flag = tuple[
+    str, str, Any
+]  # ("--interval", "interval", "10s"): a label, the (dotted) key it sets, a value
 
 
 def _build(cls: type, table: dict[str, Any], where: str) -> Any:
@@ -344,14 +329,14 @@ def _build(cls: type, table: dict[str, Any], where: str) -> Any:
     values: dict[str, Any] = {}
     for name, value in table.items():
         if name not in spec:
-            raise ConfigError(f"{where} unknown key '{name}'{_closest(name, list(spec))}")
+            raise ConfigError(f"{where} unknown key {name[:100]!r}{closest(name, list(spec))}")
         item = spec[name]
         if name in SECTIONS and cls is AgentConfig:
             if not isinstance(value, dict):
                 raise ConfigError(f"{where} '{name}' must be a table ([{name}])")
             values[name] = _build(SECTIONS[name], value, f"{where} [{name}]:")
             continue
-        values[name] = _convert(where, name, value, field_default(item), dict(item.metadata))
+        values[name] = convert(f"{where} '{name}'", value, field_default(item), item.metadata)
     return cls(**values)
 
 
@@ -361,25 +346,56 @@ def field_default(item: Field[Any]) -> Any:
     return item.default
 
 
-def load_config_text(text: str, source: str) -> AgentConfig:
-    try:
-        table = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as error:
-        raise ConfigError(f"{source}: not valid TOML: {error}") from None
-    config: AgentConfig = _build(AgentConfig, table, f"{source}:")
+def _field(target: Any, name: str) -> Field[Any]:
+    return next(item for item in fields(target) if item.name == name)
+
+
+def _apply_flags(config: AgentConfig, flags: Sequence[Flag]) -> AgentConfig:
+    """Command-line values win over the file, through the same checks as the file's."""
+    for label, key, value in flags:
+        if value is None:
+            continue
+        section, _, name = key.rpartition(".")
+        target = getattr(config, section) if section else config
+        item = _field(target, name)
+        checked = convert(label, value, field_default(item), item.metadata)
+        changes: dict[str, Any] = {name: checked}
+        if section:
+            changes = {section: replace(target, **changes)}
+        config = replace(config, **changes)
     return config
 
 
-def load_config(path: str) -> AgentConfig:
-    try:
-        with open(path, encoding="utf-8") as handle:
-            text = handle.read()
-    except OSError as error:
-        raise ConfigError(f"{path}: cannot read config: {error.strerror or error}") from None
-    return load_config_text(text, path)
+def _collectd(config: AgentConfig, flags: Sequence[Flag], env: Mapping[str, str]) -> AgentConfig:
+    # collectd's Interval (COLLECTD_INTERVAL) replaces the 10 s default; it also sets the
+    # PUTVAL interval, so it is checked whenever the format is collectd.
+    if config.format != "collectd":
+        return config
+    seconds = collectd_interval(env, _field(AgentConfig, "interval").metadata)
+    flagged = any(key == "interval" and value is not None for _, key, value in flags)
+    if seconds is None or flagged or config.interval != AgentConfig.interval:
+        return config
+    return replace(config, interval=seconds)
 
 
-def with_overrides(config: AgentConfig, **overrides: Any) -> AgentConfig:
-    """CLI flags win over the file; None means "not given"."""
-    given = {key: value for key, value in overrides.items() if value is not None}
-    return replace(config, **given)
+def load_config_text(
+    text: str,
+    source: str,
+    flags: Sequence[Flag] = (),
+    env: Optional[Mapping[str, str]] = None,
+) -> AgentConfig:
+    """The checked configuration: file text, then flags, then the cross-field rules."""
+    config: AgentConfig = _build(AgentConfig, parse_toml(text, source), f"{source}:")
+    config = _collectd(_apply_flags(config, flags), flags, env or {})
+    check_config(config, source)
+    return config
+
+
+def load_config(
+    path: Optional[str],
+    flags: Sequence[Flag] = (),
+    env: Optional[Mapping[str, str]] = None,
+) -> AgentConfig:
+    """The configuration from `path` (None: the defaults), flags and environment, checked."""
+    text = read_config_file(path) if path else ""
+    return load_config_text(text, path or "", flags, env)

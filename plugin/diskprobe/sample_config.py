@@ -8,12 +8,14 @@ from dataclasses import fields
 from typing import Any
 
 from diskprobe.config import SECTIONS, AgentConfig, field_default
+from diskprobe.config_checks import describe_bounds
 from diskprobe.durations import format_duration
 
 HEADER = """\
 ## diskprobe configuration (TOML).
 ## Every key is shown commented out with its default value: uncomment to change it.
-## Durations are strings such as "500ms", "10s", "30m" or "1h".
+## Durations are strings such as "500ms", "10s", "30m" or "1h". A duration or
+## number outside the range shown is refused at start (exit status 2).
 """
 
 # Example value shown for optional settings whose default is "unset".
@@ -41,6 +43,8 @@ def _render_keys(cls: type, indent: str) -> list[str]:
         kind = item.metadata.get("kind", "")
         doc = item.metadata["doc"]
         default = field_default(item)
+        if kind == "duration" or (isinstance(default, int) and not isinstance(default, bool)):
+            doc += f" Range: {describe_bounds(item.metadata)}."
         if default is None:
             default = UNSET_EXAMPLES[item.name]
             doc += " Example:"

@@ -1,0 +1,61 @@
+"""The config file as text and as a TOML table: bounded, never blocking, never a traceback."""
+
+from __future__ import annotations
+
+import os
+import stat
+import sys
+from typing import Any
+
+from diskprobe.config_checks import ConfigError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on Python < 3.11 only
+    import tomli as tomllib
+
+CONFIG_MAX_BYTES = 1024 * 1024  # a config is a few kB; more is a wrong file (or an attack)
+
+
+def parse_toml(text: str, source: str) -> dict[str, Any]:
+    try:
+        table: dict[str, Any] = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        raise ConfigError(f"{source}: not valid TOML: {error}") from None
+    except RecursionError:  # tomllib recurses once per nested array or inline table
+        raise ConfigError(f"{source}: not valid TOML: nested too deeply") from None
+    return table
+
+
+def read_config_file(path: str) -> str:
+    """The file's text; a FIFO, device or directory is refused without blocking on it."""
+    try:
+        handle = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as error:
+        raise ConfigError(f"{path}: cannot read config: {error.strerror or error}") from None
+    try:
+        if not stat.S_ISREG(os.fstat(handle).st_mode):
+            raise ConfigError(f"{path}: cannot read config: not a regular file")
+        chunks: list[bytes] = []
+        size = 0
+        while size <= CONFIG_MAX_BYTES:
+            chunk = os.read(handle, 65536)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+    except OSError as error:
+        raise ConfigError(f"{path}: cannot read config: {error.strerror or error}") from None
+    finally:
+        os.close(handle)
+    if size > CONFIG_MAX_BYTES:
+        raise ConfigError(f"{path}: cannot read config: larger than {CONFIG_MAX_BYTES} bytes")
+    try:
+        text = b"".join(chunks).decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise ConfigError(f"{path}: not UTF-8 text (byte {error.start})") from None
+    if not text.strip():
+        # Most often a config management run that wrote nothing: running on defaults would
+        # hide it. A file of comments only (the sample config) still gives the defaults.
+        raise ConfigError(f"{path}: the file is empty")
+    return text
