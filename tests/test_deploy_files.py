@@ -39,6 +39,7 @@ from diskprobe.sample_config import render_sample_config
 from diskprobe.smart.devices import DriveSpec
 from diskprobe.smart.reader import json_args
 from diskprobe.smart.runner import CommandRunner
+from sudo_probe import hostile_lines, probe_sudo
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -253,62 +254,6 @@ def _sudoers_commands(path: Path) -> list[str]:
     return commands
 
 
-# The probe runs inside `unshare --mount`: the sudoers, passwd and group files sudo reads are
-# bind-mounted copies, visible to this one process tree and gone when it exits.
-_PROBE = r"""
-import json, subprocess, sys
-commands = json.load(open(sys.argv[1]))
-def sudo_l(*argv):
-    return subprocess.run(["sudo", "-n", "-l", "-U", "telegraf", *argv],
-                          capture_output=True, text=True)
-listing = sudo_l()
-print(json.dumps({"listing": listing.stdout + listing.stderr, "status": listing.returncode,
-                  "allowed": [sudo_l(*c).returncode == 0 for c in commands]}))
-"""
-
-
-def _probe_sudo(sudoers_file: Path, commands: list[list[str]]) -> tuple[str, list[bool]]:
-    _need_root("sudo -l -U in a private mount namespace")
-    _tool("sudo", "sudo")
-    unshare = _tool("unshare", "util-linux")
-    work = Path(tempfile.mkdtemp(prefix="diskprobe-sudoers-"))
-    try:
-        includes = work / "sudoers.d"
-        includes.mkdir()
-        shutil.copyfile(sudoers_file, includes / "diskprobe")
-        (includes / "diskprobe").chmod(0o440)
-        main = work / "sudoers"
-        main.write_text(f"Defaults env_reset\nroot ALL=(ALL:ALL) ALL\n@includedir {includes}\n")
-        main.chmod(0o440)
-        passwd, group = work / "passwd", work / "group"
-        shutil.copyfile("/etc/passwd", passwd)
-        shutil.copyfile("/etc/group", group)
-        if "\ntelegraf:" not in "\n" + passwd.read_text():
-            with passwd.open("a") as handle:
-                handle.write("telegraf:x:61999:61999::/nonexistent:/usr/sbin/nologin\n")
-            with group.open("a") as handle:
-                handle.write("telegraf:x:61999:\n")
-        (work / "commands.json").write_text(json.dumps(commands))
-        script = (
-            'mount --bind "$1" /etc/sudoers && mount --bind "$2" /etc/passwd && '
-            'mount --bind "$3" /etc/group && shift 3 && exec "$@"'
-        )
-        result = subprocess.run(
-            [unshare, "--mount", "--propagation", "private", "sh", "-c", script, "sh",
-             str(main), str(passwd), str(group),
-             sys.executable, "-c", _PROBE, str(work / "commands.json")],
-            capture_output=True, text=True, timeout=120,
-        )  # fmt: skip
-        if result.returncode != 0 and "unshare" in result.stderr:
-            pytest.skip(f"no private mount namespace here: {result.stderr.strip()}")
-        assert result.returncode == 0, result.stderr
-        report = json.loads(result.stdout)
-        assert report["status"] == 0, report["listing"]
-        return report["listing"], report["allowed"]
-    finally:
-        shutil.rmtree(work)
-
-
 def _diskprobe_command_lines() -> list[list[str]]:
     """Every command line diskprobe's [smart] collector runs through `sudo -n`, built by the
     code itself: smartctl discovery, the JSON read, the text path and nvme-cli."""
@@ -337,53 +282,52 @@ def _diskprobe_command_lines() -> list[list[str]]:
 
 
 SMARTCTL, NVME = "/usr/sbin/smartctl", "/usr/sbin/nvme"
-REFUSED_BY_BOTH = [
-    ["/bin/sh"],
-    [SMARTCTL, "-t", "long", "/dev/sda"],  # start a self-test
-    [SMARTCTL, "-s", "off", "/dev/sda"],  # disable SMART
-    [SMARTCTL, "--set=wcache,off", "/dev/sda"],
-    [SMARTCTL, "--scan"],
-    [SMARTCTL, "--version", "-s", "off"],
-    [NVME, "format", "/dev/nvme0"],
-    [NVME, "smart-log", "/dev/nvme0"],
-]
-# Extra options hidden in a `*`: the wildcard file lets them through (its header says so), the
-# regular-expression file does not.
-INJECTED = [
-    [SMARTCTL, "--json=c", "--all", "-n", "standby", "-s", "off", "/dev/sda"],
-    [SMARTCTL, "--all", "-n", "standby", "/dev/sda", "--set=standby,now"],
-    [SMARTCTL, "--json=c", "--all", "-n", "standby", "/dev/watchdog"],
-]
+SHIPPED_USERS = ["telegraf", "diskprobe"]
+SHIPPED_COMMANDS = [[SMARTCTL, "--version"], [SMARTCTL, "--scan-open"]]
+
+
+def test_shipped_sudoers_is_what_diskprobe_sudoers_prints_for_no_drives() -> None:
+    """The default file is `diskprobe sudoers` output (after its own prologue) for a host with
+    no drive yet: discovery only, exact lines, no wildcard anywhere."""
+    from diskprobe.sudoers import render
+
+    text = SUDOERS.read_text()
+    assert text.endswith(render(SHIPPED_USERS, SHIPPED_COMMANDS, [])), (
+        "telegraf/sudoers.d/diskprobe does not end with diskprobe.sudoers.render(...)"
+    )
+    assert "*" not in "".join(line for line in text.splitlines() if not line.startswith("#"))
 
 
 @pytest.mark.root
 @pytest.mark.parametrize("path", [SUDOERS, SUDOERS_REGEX], ids=lambda p: p.name)
-def test_sudo_lists_exactly_the_files_commands_and_allows_diskprobes(path: Path) -> None:
+def test_sudo_lists_exactly_the_files_commands_and_refuses_options(path: Path) -> None:
+    """The regex file allows every line diskprobe builds; the shipped exact file allows only
+    discovery (each drive's lines come from `diskprobe sudoers`: test_fault_sudoers.py).
+    Both refuse every hostile line: the issue's, and diskprobe's with options slipped in."""
     expected = _sudoers_commands(path)
-    assert {c.split()[0] for c in expected} == {SMARTCTL, NVME}
+    assert {c.split()[0] for c in expected} == ({SMARTCTL} if path == SUDOERS else {SMARTCTL, NVME})
     assert f"{SMARTCTL} {'^--version$' if path == SUDOERS_REGEX else '--version'}" in expected
     # A program that is not installed stays a bare name; an installed one must be where the
     # files say, since sudo compares full paths.
-    present = [line for line in _diskprobe_command_lines() if os.path.isabs(line[0])]
-    for line in present:
+    built = [line for line in _diskprobe_command_lines() if os.path.isabs(line[0])]
+    for line in built:
         assert line[0] in (SMARTCTL, NVME), f"diskprobe runs {line[0]}; the files name /usr/sbin"
-    if not any(line[0] == SMARTCTL for line in present):
+    if not any(line[0] == SMARTCTL for line in built):
         _missing("smartctl is not installed (Debian package smartmontools)")
-    refused = [c for c in REFUSED_BY_BOTH + INJECTED if os.path.exists(c[0])]
-    listing, allowed = _probe_sudo(path, present + refused)
+    allowed_lines = built if path == SUDOERS_REGEX else SHIPPED_COMMANDS
+    refused = [line for line in hostile_lines(SMARTCTL, NVME, built) if os.path.exists(line[0])]
+    refused += [line for line in built if line not in allowed_lines]
+    listing, allowed = probe_sudo(path, allowed_lines + refused)
 
     body = " ".join(listing.split("may run the following commands on", 1)[1].split(":", 1)[1]
                     .split())  # fmt: skip
     assert body == "(root) NOPASSWD: " + ", ".join(expected), listing
     assert "!requiretty" in listing
-    verdicts = dict(zip(map(shlex.join, present + refused), allowed))
-    for line in present:
+    verdicts = dict(zip(map(shlex.join, allowed_lines + refused), allowed))
+    for line in allowed_lines:
         assert verdicts[shlex.join(line)], f"sudo refuses a command diskprobe runs: {line}"
     for line in refused:
-        if line in INJECTED and path == SUDOERS:
-            assert verdicts[shlex.join(line)], f"the wildcard file's header is out of date: {line}"
-        else:
-            assert not verdicts[shlex.join(line)], f"sudo allows {line}"
+        assert not verdicts[shlex.join(line)], f"sudo allows {line}"
 
 
 # -- systemd ----------------------------------------------------------------------------------

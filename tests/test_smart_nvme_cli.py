@@ -400,7 +400,7 @@ def test_read_fills_health_and_identity(fake_nvme: FakeNvme, sys_root: Path) -> 
         SAMSUNG_MODEL, "S5GXNF0R123456A", "5B2QGXA7")  # fmt: skip
     assert health.capacity_bytes == 1_000_204_886_016
     assert health.temperature_warning_c == 85
-    assert fake_nvme.calls() == [["smart-log", "/dev/nvme0", "-o", "json"]]
+    assert fake_nvme.calls() == [["smart-log", "-o", "json", "--", "/dev/nvme0"]]
     assert runner.stats.take() == (1, 0)
 
 
@@ -498,16 +498,17 @@ def test_collector_reads_nvme_with_nvme_cli_when_smartctl_is_missing(
         assert failing.fields["verdict_reasons"] == "smart_overall=FAILED,critical_warning=4"
         assert failing.fields["temperature_c"] == 37
         assert "no-smartctl not found; reading NVMe controllers" in agent.log()
-        per_device = collections.Counter(call[1] for call in fake_nvme.calls())
+        per_device = collections.Counter(call[-1] for call in fake_nvme.calls())
         assert per_device == {"/dev/nvme0": 1, "/dev/nvme1": 1}
-        assert all(call == ["smart-log", call[1], "-o", "json"] for call in fake_nvme.calls())
+        calls = fake_nvme.calls()
+        assert all(call == ["smart-log", "-o", "json", "--", call[-1]] for call in calls)
 
         _, idle = agent.collect()  # before the interval: no read, no process
         assert idle.metrics == [] and idle.agent_fields["exec_calls"] == 0
         agent.clock.now += agent.config.interval
         points, collection = agent.collect()
         assert set(points) == {"nvme0", "nvme1"}
-        per_device = collections.Counter(call[1] for call in fake_nvme.calls())
+        per_device = collections.Counter(call[-1] for call in fake_nvme.calls())
         assert per_device == {"/dev/nvme0": 2, "/dev/nvme1": 2}
     finally:
         agent.collector.close()
@@ -550,7 +551,7 @@ def test_permission_warning_names_nvme_not_smartctl(
         assert points["nvme0"].fields == {"exit_status": -1}
         assert points["nvme1"].fields["verdict"] == "ok"
         warning = next(line for line in agent.log().splitlines() if "no permission" in line)
-        assert f"NOPASSWD: {FAKE_NVME}" in warning
+        assert f"cap_dac_read_search+ep {FAKE_NVME}" in warning and "diskprobe sudoers" in warning
     finally:
         agent.collector.close()
 
@@ -593,7 +594,7 @@ def test_nvme_source_chooses_the_tool_when_smartctl_is_installed(
         assert smartctl_argvs[:2] == [["--version"], ["--scan-open"]]  # discovery is smartctl's
         if source == "nvme-cli":
             assert len(smartctl_argvs) == 2
-            assert fake_nvme.calls() == [["smart-log", "/dev/nvme0", "-o", "json"]]
+            assert fake_nvme.calls() == [["smart-log", "-o", "json", "--", "/dev/nvme0"]]
             assert points["nvme0"].tags["serial"] == "S5GXNF0R123456A"
             assert points["nvme0"].fields["temperature_c"] == 51
         else:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import fnmatch
 import threading
 import time
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from typing import Callable
 
 from diskprobe.collectors.base import Collection
@@ -19,21 +19,28 @@ from diskprobe.config import SmartConfig
 from diskprobe.log import Logger
 from diskprobe.roots import HostRoots
 from diskprobe.smart import json_parser, nvme_cli
-from diskprobe.smart.devices import DriveSpec, parse_scan
+from diskprobe.smart.devices import DriveSpec, scan_specs
 from diskprobe.smart.memory import DriveMemory
 from diskprobe.smart.metrics import attribute_metrics, has_health_data, smart_metric
 from diskprobe.smart.model import DriveHealth
-from diskprobe.smart.reader import DriveRead, read_json, smartctl_version
+from diskprobe.smart.reader import DriveRead, read_json, smartctl_version, sudo_refused
 from diskprobe.smart.runner import CommandRunner
 from diskprobe.smart.verdict import judge, merge_thresholds
+from diskprobe.smart.workers import DaemonPool
 from diskprobe.state import StateStore
 
 PERMISSION_HELP = (
-    "run diskprobe as root, or set [smart] use_sudo = true with the sudoers line "
-    "'telegraf ALL=(root) NOPASSWD: {smartctl}' (telegraf/sudoers.d/diskprobe), or give a "
+    "run diskprobe as root, or set [smart] use_sudo = true and install the sudoers file "
+    "`diskprobe sudoers` prints (run as root; telegraf/sudoers.d/diskprobe), or give a "
     "dedicated smartctl copy the capabilities: setcap "
     "cap_sys_rawio,cap_sys_admin,cap_dac_read_search+ep {smartctl}; in a container: "
     "--device /dev/sdX --cap-add SYS_RAWIO --cap-add SYS_ADMIN"
+)
+
+SUDOERS_HELP = (
+    "sudo refused {what}: the sudoers file has no line for it (a drive added since it was "
+    "written?). Re-run `diskprobe sudoers` as root and install its output (visudo -c first; "
+    "see telegraf/sudoers.d/diskprobe)"
 )
 
 
@@ -67,8 +74,9 @@ class SmartCollector:
         self._monotonic = monotonic
         self._thresholds = merge_thresholds(config.thresholds)
         self._memory = DriveMemory(state)
-        self._pool = ThreadPoolExecutor(config.concurrency, thread_name_prefix="smart-read")
-        self._cycle_pool = ThreadPoolExecutor(1, thread_name_prefix="smart-cycle")
+        # Daemon threads: a read in flight never holds up diskprobe's exit.
+        self._pool = DaemonPool(config.concurrency, "smart-read")
+        self._cycle_pool = DaemonPool(1, "smart-cycle")
         self._lock = threading.Lock()
         self._reads: list[Future[DriveRead]] = []
         self._cycle: Future[None] | None = None
@@ -111,8 +119,11 @@ class SmartCollector:
         return [future.result() for future in done]
 
     def close(self) -> None:
-        self._pool.shutdown(wait=False, cancel_futures=True)
-        self._cycle_pool.shutdown(wait=False, cancel_futures=True)
+        """Kill the children in flight (their process groups) and drop queued reads."""
+        self._runner.close()
+        self._nvme.close()
+        self._pool.shutdown()
+        self._cycle_pool.shutdown()
 
     # -- the read cycle (background threads) ----------------------------------------------------
 
@@ -131,7 +142,7 @@ class SmartCollector:
 
     def _discover(self) -> list[DriveSpec]:
         if self.config.devices:
-            specs = [DriveSpec.parse(text) for text in self.config.devices]
+            specs = self._configured()
         elif self._monotonic() >= self._next_scan:
             self._next_scan = self._monotonic() + self.config.rescan
             specs = self._scan()
@@ -142,6 +153,19 @@ class SmartCollector:
         ]
         self._specs = specs
         return specs
+
+    def _configured(self) -> list[DriveSpec]:
+        specs = []
+        for text in self.config.devices:  # validated at load; this guards other callers
+            try:
+                specs.append(DriveSpec.parse(text))
+            except ValueError as error:
+                self._refused(str(error))
+        return specs
+
+    def _refused(self, reason: str) -> None:
+        """One W! per refused drive name: it would reach smartctl's command line."""
+        self._log.warn_once(f"smart-refused:{reason}", f"smart: refused drive name: {reason}")
 
     def _smartctl_missing(self) -> None:
         if self._nvme.resolved() is not None:
@@ -161,11 +185,19 @@ class SmartCollector:
         if self._runner.resolved() is None:
             return nvme_cli.discover(self._roots) if self._nvme.resolved() else []
         result = self._runner.run(["--scan-open"])
-        if "Permission denied" in result.stdout + result.stderr:
+        denied = sudo_refused(result)
+        if denied:
+            self._log.warn_once("smart-sudo:scan", "smart: " + SUDOERS_HELP.format(
+                what=f"`{self._runner.program} --scan-open`"))  # fmt: skip
+        elif "Permission denied" in result.stdout + result.stderr:
             self._warn_permission()
+        if denied or "Permission denied" in result.stdout + result.stderr:
             with self._lock:
                 self._scan_errors += 1
-        return parse_scan(result.stdout)
+        specs, refused = scan_specs(result.stdout)
+        for reason in refused:
+            self._refused(reason)
+        return specs
 
     def _read(self, spec: DriveSpec) -> DriveRead:
         try:
@@ -204,7 +236,10 @@ class SmartCollector:
         health, time_ns = read.health, self._wall_ns()
         if read.problem:
             collection.errors += 1
-            if read.permission:
+            if read.sudo_refused:
+                self._log.warn_once(f"smart-sudo:{read.spec}", "smart: " + SUDOERS_HELP.format(
+                    what=f"the read of {read.spec}"))  # fmt: skip
+            elif read.permission:
                 nvme = read.health.source == nvme_cli.SOURCE
                 self._warn_permission(self._nvme if nvme else self._runner)
             else:
@@ -212,6 +247,9 @@ class SmartCollector:
                                     f"smart: {read.spec}: {read.problem}")  # fmt: skip
             if read.vanished:
                 self._next_scan = 0.0
+        if health.unusable:  # NaN/Infinity in the output: those fields only are left out
+            message = f"smart: {read.spec}: not numbers, left out: {', '.join(health.unusable)}"
+            self._log.warn_once(f"smart-unusable:{read.spec}", message)
         self._memory.remember_identity(health)
         if read.problem or health.standby or not has_health_data(health):
             metric = smart_metric(health, {}, {}, None, time_ns)

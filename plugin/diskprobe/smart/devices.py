@@ -1,4 +1,9 @@
-"""Drive specs ("/dev/sda -d sat", "/dev/bus/0 -d megaraid,5") and the `device` tag they get."""
+"""Drive specs ("/dev/sda -d sat", "/dev/bus/0 -d megaraid,5") and the `device` tag they get.
+
+A spec's path and type end up on smartctl's (and nvme-cli's) command line, so a spec is
+refused unless it is plainly a device path: a name from a scan or a config such as
+`--set=standby,now` would otherwise be read as an option that changes a drive.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +12,23 @@ import shlex
 from dataclasses import dataclass
 
 _CONTROLLER = re.compile(r"(megaraid|areca|3ware|cciss|hpt|aacraid|sssraid|jmb39x\w*),(.+)")
+# smartctl -d values: "sat", "sat+megaraid,0", and areca's "areca,3/1" (disk 3, enclosure 1).
+DEVICE_TYPE = re.compile(r"[A-Za-z0-9,+_/]+")
+_BARE = re.compile(r"[A-Za-z0-9]+")
+_UNPRINTABLE = re.compile(r"[\x00-\x20\x7f]")  # blanks, control characters, newlines
+
+
+def path_problem(path: str) -> str:
+    """Why `path` is not a device name smartctl should open ("" when it is one): an absolute
+    path, or smartctl's names on other systems, a macOS `IOService:/...` or a bare word such
+    as Windows' "sda" (letters and digits only: never an option, never a relative path)."""
+    if not (path.startswith(("/", "IOService:/")) or _BARE.fullmatch(path)):
+        return "not an absolute path"
+    if ".." in path.split("/"):
+        return "has a '..' component"
+    if _UNPRINTABLE.search(path):
+        return "has a blank or control character"
+    return ""
 
 
 @dataclass(frozen=True)
@@ -14,26 +36,39 @@ class DriveSpec:
     path: str  # "/dev/sda"
     device_type: str = ""  # smartctl -d value: "sat", "nvme", "megaraid,5", "sat+megaraid,0"
 
+    def __post_init__(self) -> None:
+        # Every spec is checked, however it was made: none can smuggle an option in.
+        problem = path_problem(self.path)
+        if problem:
+            raise ValueError(f"device path {self.path!r}: {problem}")
+        if self.device_type and not DEVICE_TYPE.fullmatch(self.device_type):
+            raise ValueError(f"device type {self.device_type!r}: not letters, digits and ,+_/")
+
     @classmethod
     def parse(cls, text: str) -> DriveSpec:
-        """ "/dev/sda", "/dev/sda -d sat" or "/dev/bus/0 -d megaraid,5" (config or scan)."""
-        words = shlex.split(text.split("#", 1)[0])
+        """Exactly "PATH" or "PATH -d TYPE" (config or scan; a "# comment" is dropped)."""
+        try:
+            words = shlex.split(text.split("#", 1)[0])
+        except ValueError as error:  # an unclosed quote
+            raise ValueError(f"device spec {text!r}: {error}") from None
         if not words:
             raise ValueError(f"empty device spec {text!r}")
-        device_type = ""
-        if len(words) >= 3 and words[1] in ("-d", "--device"):
-            device_type = words[2]
-        elif len(words) != 1:
+        if len(words) == 3 and words[1] in ("-d", "--device"):
+            return cls(words[0], words[2])
+        if len(words) != 1:
             raise ValueError(f"device spec {text!r}: expected 'PATH' or 'PATH -d TYPE'")
-        return cls(words[0], device_type)
+        return cls(words[0])
 
     def smartctl_args(self) -> list[str]:
-        return ["-d", self.device_type, self.path] if self.device_type else [self.path]
+        # `--` ends smartctl's options (getopt): the path is a path whatever it looks like.
+        type_args = ["-d", self.device_type] if self.device_type else []
+        return [*type_args, "--", self.path]
 
     @property
     def tag(self) -> str:
         """Unique per drive: drives behind one RAID controller share a path, not an address."""
-        base = self.path.removeprefix("/dev/").replace("/", "")
+        base = self.path[len("/dev/") :] if self.path.startswith("/dev/") else self.path
+        base = base.replace("/", "")
         controller = _CONTROLLER.search(self.device_type.split("+")[-1])
         if controller is None:
             return base
@@ -44,12 +79,14 @@ class DriveSpec:
         return f"{self.path} -d {self.device_type}" if self.device_type else self.path
 
 
-def parse_scan(text: str) -> list[DriveSpec]:
+def scan_specs(text: str) -> tuple[list[DriveSpec], list[str]]:
     """`smartctl --scan-open` text: "/dev/sda -d sat # /dev/sda [SAT], ATA device" per line.
 
+    Returns the drives and the refused drive lines, each with why ("NAME: reason").
     Lines smartctl could not open start with "# " and are skipped.
     """
-    specs = []
+    specs: list[DriveSpec] = []
+    refused: list[str] = []
     for line in text.splitlines():
         stripped = line.strip()
         # smartctl names a type on every drive line; anything else is not a drive.
@@ -57,6 +94,11 @@ def parse_scan(text: str) -> list[DriveSpec]:
             continue
         try:
             specs.append(DriveSpec.parse(stripped))
-        except ValueError:
-            continue
-    return specs
+        except ValueError as error:
+            refused.append(str(error))
+    return specs, refused
+
+
+def parse_scan(text: str) -> list[DriveSpec]:
+    """The drives of a `--scan-open` text (refused names left out: see scan_specs)."""
+    return scan_specs(text)[0]

@@ -55,6 +55,8 @@ class DriveHealth:
     counters: dict[str, int] = field(default_factory=dict)
     attributes: list[Attribute] = field(default_factory=list)
     source: str = ""  # "json", "text" or "nvme-cli": where the values came from
+    # Values that were no number (NaN, Infinity, 1e400), left out: "temperature.current=NaN".
+    unusable: list[str] = field(default_factory=list)
 
     @property
     def standby(self) -> bool:

@@ -27,7 +27,7 @@ from diskprobe.roots import HostRoots
 from diskprobe.smart.devices import DriveSpec
 from diskprobe.smart.json_parser import NVME_COUNTERS, NVME_DATA_UNIT_BYTES, NVME_DATA_UNITS
 from diskprobe.smart.model import DriveHealth
-from diskprobe.smart.rawvalues import parse_raw
+from diskprobe.smart.rawvalues import bounded_int, parse_raw
 from diskprobe.smart.reader import DriveRead, failure, problem_from_text
 from diskprobe.smart.runner import CommandRunner, ExecResult
 
@@ -49,7 +49,7 @@ WARNING_BITS = ("available_spare", "temp_threshold", "reliability_degraded", "ro
 _CONTROLLER = re.compile(r"nvme\d+$")
 _DEVICE = re.compile(r"(nvme\d+)(n\d+)?$")
 _NAMESPACE = re.compile(r"nvme\d+(c\d+)?n\d+$")
-_SENSOR = re.compile(r"temperature_sensor_(\d+)$")
+_SENSOR = re.compile(r"temperature_sensor_([0-9]{1,3})$")  # NVMe has sensors 1 to 8
 _LOG_KEYS = ("critical_warning", "temperature", "data_units_read", "percent_used", "avail_spare")
 
 
@@ -92,6 +92,10 @@ def _integral(value: float | Decimal) -> int | None:
         return None
 
 
+def _json_int(token: str) -> int | None:
+    return bounded_int(token)
+
+
 def celsius(kelvin: Any) -> int | None:
     value = number(kelvin)
     return value - KELVIN_OFFSET if value else None  # 0 K: the sensor is not implemented
@@ -100,7 +104,9 @@ def celsius(kelvin: Any) -> int | None:
 def load_smart_log(text: str) -> dict[str, Any]:
     """The smart-log object with lower-cased keys; NotSmartLog for anything else."""
     try:
-        data = json.loads(text, parse_float=Decimal)  # exact, even past 2**53
+        # Exact, even past 2**53; an integer of thousands of digits (which int() refuses
+        # with a ValueError of its own) reads as absent, not as "no smart log at all".
+        data = json.loads(text, parse_float=Decimal, parse_int=_json_int)
     except (ValueError, RecursionError) as error:
         raise NotSmartLog(f"not JSON: {error}") from None
     if not isinstance(data, dict):
@@ -233,7 +239,8 @@ def with_identity(health: DriveHealth, identity: Identity) -> DriveHealth:
 
 
 def smart_log_args(spec: DriveSpec) -> list[str]:
-    return ["smart-log", spec.path, "-o", "json"]
+    # `--` ends the options (nvme-cli 2.3 checked): the path is a path whatever it looks like.
+    return ["smart-log", "-o", "json", "--", spec.path]
 
 
 def read_nvme_cli(spec: DriveSpec, runner: CommandRunner, roots: HostRoots) -> DriveRead:

@@ -17,6 +17,11 @@ _PERMISSION = re.compile(
     re.IGNORECASE,
 )
 _NO_DEVICE = re.compile(r"No such device|No such file or directory", re.IGNORECASE)
+# sudo's own refusal (not smartctl's): the command line is not in the sudoers file.
+_SUDO_REFUSED = re.compile(
+    r"^sudo: .*(a password is required|not allowed to execute|a terminal is required)",
+    re.IGNORECASE | re.MULTILINE,
+)
 
 
 @dataclass
@@ -28,6 +33,7 @@ class DriveRead:
     problem: str = ""  # empty when the read worked (a drive left asleep is not a problem)
     permission: bool = False  # the problem is a missing privilege: the W! says what to do
     vanished: bool = False  # the device is gone: rediscover
+    sudo_refused: bool = False  # sudo refused this command line: sudoers lacks this drive
 
 
 def smartctl_version(runner: CommandRunner) -> tuple[int, int] | None:
@@ -38,6 +44,12 @@ def smartctl_version(runner: CommandRunner) -> tuple[int, int] | None:
 
 def json_args(spec: DriveSpec, nocheck: str) -> list[str]:
     return ["--json=c", "--all", "-n", nocheck, *spec.smartctl_args()]
+
+
+def text_args(spec: DriveSpec, nocheck: str) -> list[str]:
+    """The text path's one call (smart/text_path.py), here so that `diskprobe sudoers` can
+    build it without loading pySMART."""
+    return ["--all", "-n", nocheck, *spec.smartctl_args()]
 
 
 def read_json(spec: DriveSpec, runner: CommandRunner, nocheck: str) -> DriveRead:
@@ -66,12 +78,20 @@ def _message(data: dict[str, object]) -> str:
 
 
 def failure(spec: DriveSpec, result: ExecResult, timeout: float) -> DriveRead | None:
-    """A read that produced no output worth parsing: timeout, missing binary, killed."""
+    """A read that produced no output worth parsing: timeout, missing binary, killed, or
+    refused by sudo (checked first: sudo's refusal is no smartctl output to parse)."""
+    health = DriveHealth(device=spec.tag, exit_status=-1)
+    refusal = _SUDO_REFUSED.search(result.stderr)
+    if result.exit_status is not None and refusal is not None:
+        line = result.stderr[refusal.start() :].splitlines()[0]
+        health.exit_status = result.exit_status  # sudo's: smartctl never ran
+        return _problem(spec, health, result, f"{line} (not in the sudoers file)")
     if result.exit_status is not None:
         return None
-    health = DriveHealth(device=spec.tag, exit_status=-1)
     if result.timed_out:
         return DriveRead(spec, health, f"timed out after {timeout:g}s; process group killed")
+    if result.overflow:
+        return DriveRead(spec, health, result.error)
     return DriveRead(spec, health, result.error or "did not run")
 
 
@@ -83,7 +103,13 @@ def _problem(spec: DriveSpec, health: DriveHealth, result: ExecResult, text: str
         problem=text.strip().splitlines()[0] if text.strip() else "smartctl failed",
         permission=bool(_PERMISSION.search(combined)),
         vanished=bool(_NO_DEVICE.search(combined)),
+        sudo_refused=bool(_SUDO_REFUSED.search(result.stderr)),
     )
+
+
+def sudo_refused(result: ExecResult) -> bool:
+    """Did sudo itself refuse the command line (as opposed to smartctl failing)?"""
+    return result.exit_status is not None and bool(_SUDO_REFUSED.search(result.stderr))
 
 
 def problem_from_text(spec: DriveSpec, health: DriveHealth, result: ExecResult) -> DriveRead:

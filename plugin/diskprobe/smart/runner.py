@@ -2,6 +2,8 @@
 
 Every drive read is one process; a hung one is killed with its whole process group (sudo and
 smartctl together) when `timeout` expires, so one wedged controller cannot stall the rest.
+The runner knows its live children: close() kills their groups at once, and no call starts
+after it (smart/child.py: output cap, death signal, no waiting on pipes after exit).
 """
 
 from __future__ import annotations
@@ -9,10 +11,12 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import signal
 import subprocess
 import threading
+import time
 from dataclasses import dataclass
+
+from diskprobe.smart import child
 
 # smartctl's exit status is a bitmask (smartctl(8) "RETURN VALUES"):
 CMDLINE_ERROR = 1 << 0  # command line did not parse
@@ -33,7 +37,8 @@ class ExecResult:
     stderr: str
     exit_status: int | None  # None: did not run or was killed
     timed_out: bool = False
-    error: str = ""  # why it did not run (missing binary, exec failure)
+    error: str = ""  # why it did not run (missing binary, exec failure), or was cut off
+    overflow: bool = False  # more output than the cap: killed, the read failed
 
     @property
     def left_asleep(self) -> bool:
@@ -74,11 +79,17 @@ class ExecStats:
 class CommandRunner:
     """Runs one configured program ("smartctl", "nvme") with a timeout, maybe through sudo."""
 
-    def __init__(self, program: str, timeout: float, use_sudo: bool = False) -> None:
+    def __init__(self, program: str, timeout: float, use_sudo: bool = False,
+                 max_output: int = child.MAX_OUTPUT) -> None:  # fmt: skip
         self.program = program
         self.timeout = timeout
         self.use_sudo = use_sudo
+        self.max_output = max_output
         self.stats = ExecStats()
+        self._lock = threading.Lock()
+        self._live: set[subprocess.Popen[bytes]] = set()
+        self._closed = False
+        self._prctl = child._load_prctl()
 
     def resolved(self) -> str | None:
         """The program's full path, or None when it is not installed."""
@@ -89,39 +100,51 @@ class CommandRunner:
         # -n: never prompt; fail at once when sudoers does not allow it.
         return (["sudo", "-n", path] if self.use_sudo else [path]) + args
 
+    def close(self) -> None:
+        """Kill every live child's process group and refuse new calls; never blocks."""
+        with self._lock:
+            self._closed = True
+            for process in self._live:
+                child.kill_group(process)
+
+    def _stopping(self) -> bool:
+        return self._closed
+
     def run(self, args: list[str]) -> ExecResult:
         if self.resolved() is None:
             self.stats.record(failed=True)
             return ExecResult("", "", None, error=f"{self.program}: not found on PATH")
+        deadline = time.monotonic() + self.timeout
         try:
-            process = subprocess.Popen(
-                self.command(args),
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                start_new_session=True,  # its own process group, killed as a whole
-                env={**os.environ, "LC_ALL": "C"},  # stable, parseable numbers and messages
-            )
-        except OSError as error:
+            # LC_ALL=C: stable, parseable numbers and messages.
+            process = child.spawn(self.command(args), {**os.environ, "LC_ALL": "C"}, self._prctl)
+        except (OSError, subprocess.SubprocessError) as error:
             self.stats.record(failed=True)
-            return ExecResult("", "", None, error=f"{self.program}: {error.strerror or error}")
-        try:
-            stdout, stderr = process.communicate(timeout=self.timeout)
-        except subprocess.TimeoutExpired:
-            _kill_group(process)
-            stdout, stderr = process.communicate()
-            self.stats.record(failed=True)
-            return ExecResult(_text(stdout), _text(stderr), None, timed_out=True)
-        result = ExecResult(_text(stdout), _text(stderr), process.returncode)
+            reason = error.strerror if isinstance(error, OSError) and error.strerror else error
+            return ExecResult("", "", None, error=f"{self.program}: {reason}")
+        with self._lock:
+            self._live.add(process)
+            if self._closed:  # close() ran while this one started
+                child.kill_group(process)
+        captured = child.capture(process, deadline, self._stopping, self.max_output)
+        with self._lock:  # before reaping: close() must not signal a reused process group
+            self._live.discard(process)
+        result = _result(child.reap(process, captured), self)
         self.stats.record(failed=result.command_failed)
         return result
 
 
-def _kill_group(process: subprocess.Popen[bytes]) -> None:
-    try:
-        os.killpg(process.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        process.kill()
+def _result(captured: child.Captured, runner: CommandRunner) -> ExecResult:
+    stdout, stderr = _text(captured.stdout), _text(captured.stderr)
+    if captured.outcome == "timeout":
+        return ExecResult(stdout, stderr, None, timed_out=True)
+    if captured.outcome == "overflow":
+        limit = f"{runner.max_output / child.MiB:g} MiB"
+        error = f"{runner.program} printed more than {limit}; process group killed"
+        return ExecResult("", "", None, error=error, overflow=True)
+    if captured.outcome == "stopped":
+        return ExecResult(stdout, stderr, None, error="stopped: diskprobe is exiting")
+    return ExecResult(stdout, stderr, captured.status)
 
 
 def _text(data: bytes) -> str:

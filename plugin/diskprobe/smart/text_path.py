@@ -1,6 +1,6 @@
 """Text path (smartctl < 7.0, or JSON that failed): one `smartctl --all`, parsed twice.
 
-One process per drive: `smartctl --all -n NOCHECK [-d TYPE] PATH` through CommandRunner
+One process per drive: `smartctl --all -n NOCHECK [-d TYPE] -- PATH` through CommandRunner
 (timeout, process-group kill, sudo, counts), with the spec's path and -d passed verbatim.
 pySMART's Device runs on that same output: its injectable Smartctl answers every call pySMART
 makes from the one read, so none of its extra calls starts a process (measured on 1.4.3:
@@ -43,7 +43,13 @@ from diskprobe.smart import text_parser
 from diskprobe.smart.devices import DriveSpec
 from diskprobe.smart.model import DriveHealth
 from diskprobe.smart.pysmart_adapter import RunnerSmartctl
-from diskprobe.smart.reader import DriveRead, failure, has_identity, problem_from_text
+from diskprobe.smart.reader import (
+    DriveRead,
+    failure,
+    has_identity,
+    problem_from_text,
+    text_args,
+)
 from diskprobe.smart.runner import CMDLINE_ERROR, OPEN_FAILED, CommandRunner, ExecResult
 
 # pySMART parse hints (accepted by pySMART's smartctl_isvalid_type, no probe calls).
@@ -55,7 +61,7 @@ class OneReadSmartctl(RunnerSmartctl):
 
     def __init__(self, spec: DriveSpec, runner: CommandRunner, nocheck: str) -> None:
         super().__init__(runner, ["-n", nocheck])
-        self.args = ["--all", "-n", nocheck, *spec.smartctl_args()]
+        self.args = text_args(spec, nocheck)
 
     def read(self) -> ExecResult:
         """The one smartctl call: made at the first request, then remembered."""

@@ -1,0 +1,145 @@
+"""`diskprobe sudoers`: a sudoers file with the exact command lines this host's diskprobe runs.
+
+A `*` in a sudoers command matches any characters, spaces included, so a wildcard line lets
+extra options through (`-s off`, `-t long`, `--set=standby,now`, `-B FILE`), and regular
+expressions need sudo >= 1.9.10. Exact, wildcard-free lines mean the same thing to every
+sudo: one line per drive and call shape (the JSON read, the text read, nvme-cli's smart-log),
+for the drives of `[smart] devices` or, when that is empty, what `smartctl --scan-open` finds
+now (so it runs as root). Re-run it when drives change: diskprobe says so (one W! per drive)
+when sudo refuses a read.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import re
+import shutil
+from typing import TextIO
+
+from diskprobe import __version__
+from diskprobe.config import SmartConfig
+from diskprobe.log import Logger
+from diskprobe.roots import HostRoots
+from diskprobe.smart import nvme_cli
+from diskprobe.smart.devices import DriveSpec, scan_specs
+from diskprobe.smart.reader import json_args, text_args
+from diskprobe.smart.runner import CommandRunner
+
+DEFAULT_USERS = ("telegraf",)
+SBIN = "/usr/sbin"  # where Debian, Ubuntu and RHEL install smartctl and nvme
+_USER = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*")
+# Characters a command-line word may hold here; `,` `:` `=` are escaped, anything else
+# (blanks, `*?[]` wildcards, `\`, `#`, quotes) is refused rather than escaped.
+_WORD = re.compile(r"[A-Za-z0-9/._+,:=@%-]+")
+
+HEADER = """\
+## diskprobe {version}: sudoers for [smart] use_sudo = true; written by `diskprobe sudoers`.
+## Exact command lines, no wildcards: sudo allows these and nothing else (no other option,
+## device or program), on every sudo version. Re-run when drives change, then install:
+##   diskprobe sudoers --config /etc/diskprobe/diskprobe.toml > /etc/sudoers.d/.diskprobe.new
+##   visudo -cf /etc/sudoers.d/.diskprobe.new && chmod 0440 /etc/sudoers.d/.diskprobe.new &&
+##     mv /etc/sudoers.d/.diskprobe.new /etc/sudoers.d/diskprobe
+## (sudo skips files with a dot in their name, so the new file is inert until the mv).
+"""
+
+
+def program_path(program: str) -> str:
+    """The full path sudo compares: as found on PATH (or /usr/sbin), else as configured."""
+    found = shutil.which(program) or shutil.which(program, path=f"{SBIN}:/sbin")
+    return found or (program if os.path.isabs(program) else os.path.join(SBIN, program))
+
+
+def sudoers_word(word: str) -> str:
+    """One argument as a literal sudoers word; ValueError where none can say it exactly."""
+    if not _WORD.fullmatch(word):
+        raise ValueError(f"{word!r} holds characters a sudoers line cannot match exactly")
+    return re.sub(r"([,:=])", r"\\\1", word)
+
+
+def command_lines(config: SmartConfig, specs: list[DriveSpec], with_smartctl: bool,
+                  with_scan: bool) -> tuple[list[list[str]], list[list[str]]]:  # fmt: skip
+    """(smartctl argvs, nvme argvs) the collector runs for these drives, built by its code."""
+    smartctl, nvme = program_path(config.smartctl_path), program_path(config.nvme_path)
+    smartctl_lines = [[smartctl, "--version"]] if with_smartctl else []
+    if with_smartctl and with_scan:
+        smartctl_lines.append([smartctl, "--scan-open"])
+    nvme_lines = []
+    for spec in specs:
+        if nvme_cli.is_nvme(spec) and (config.nvme_source == "nvme-cli" or not with_smartctl):
+            nvme_lines.append([nvme, *nvme_cli.smart_log_args(spec)])
+        elif with_smartctl:
+            smartctl_lines.append([smartctl, *json_args(spec, config.nocheck)])
+            smartctl_lines.append([smartctl, *text_args(spec, config.nocheck)])
+    return smartctl_lines, nvme_lines
+
+
+def render(users: list[str], smartctl: list[list[str]], nvme: list[list[str]]) -> str:
+    """The sudoers text; lines sudo cannot match exactly must be left out beforehand."""
+    aliases = [(name, lines) for name, lines in
+               (("DISKPROBE_SMARTCTL", smartctl), ("DISKPROBE_NVME", nvme)) if lines]  # fmt: skip
+    text = HEADER.format(version=__version__)
+    for name, lines in aliases:
+        commands = [" ".join(sudoers_word(word) for word in line) for line in lines]
+        text += f"\nCmnd_Alias {name} = " + ", \\\n    ".join(commands) + "\n"
+    if not aliases:
+        return text + "\n## No command to allow: smartctl and nvme-cli are not installed.\n"
+    names = ", ".join(name for name, _ in aliases)
+    text += "\n## diskprobe runs sudo without a terminal (RHEL's sudoers used to require one).\n"
+    for user in users:
+        text += f"Defaults:{user} !requiretty\n{user} ALL = (root) NOPASSWD: {names}\n"
+    return text
+
+
+def discover(config: SmartConfig, runner: CommandRunner, log: Logger,
+             roots: HostRoots) -> list[DriveSpec] | None:  # fmt: skip
+    """The drives the collector would read; None when the scan could not run."""
+    refused: list[str] = []
+    if config.devices:
+        specs = []
+        for text in config.devices:
+            try:
+                specs.append(DriveSpec.parse(text))
+            except ValueError as error:
+                refused.append(str(error))
+    elif runner.resolved() is None:
+        specs = nvme_cli.discover(roots)
+    else:
+        result = runner.run(["--scan-open"])
+        if result.exit_status is None or "Permission denied" in result.stdout + result.stderr:
+            why = result.error or result.stderr.strip() or result.stdout.strip()
+            log.error(f"sudoers: `{runner.program} --scan-open` failed (run this as root): {why}")
+            return None
+        specs, refused = scan_specs(result.stdout)
+    for reason in refused:
+        log.warn(f"sudoers: refused drive name: {reason}")
+    return [s for s in specs if not any(fnmatch.fnmatchcase(s.path, g) for g in config.exclude)]
+
+
+def exact_only(lines: list[list[str]], log: Logger) -> list[list[str]]:
+    """Drop (with a W!) lines holding a word no sudoers line can match exactly."""
+    kept = []
+    for line in lines:
+        try:
+            [sudoers_word(word) for word in line]
+        except ValueError as error:
+            log.warn(f"sudoers: left out {' '.join(line)!r}: {error}")
+            continue
+        kept.append(line)
+    return kept
+
+
+def run_sudoers(config: SmartConfig, users: list[str], out: TextIO, log: Logger) -> int:
+    """Print the sudoers file; 2 for a bad user name, 1 when the drives could not be found."""
+    bad = [user for user in users if not _USER.fullmatch(user)]
+    if bad:
+        log.error(f"sudoers: not a user name: {', '.join(map(repr, bad))}")
+        return 2
+    runner = CommandRunner(config.smartctl_path, config.timeout)  # as root: no sudo here
+    specs = discover(config, runner, log, HostRoots.from_env(os.environ))
+    if specs is None:
+        return 1
+    with_smartctl = runner.resolved() is not None
+    smartctl, nvme = command_lines(config, specs, with_smartctl, not config.devices)
+    out.write(render(users, exact_only(smartctl, log), exact_only(nvme, log)))
+    return 0
