@@ -195,3 +195,30 @@ def test_cmdline_with_newlines_stays_on_one_line() -> None:
     finally:
         child.kill()
         child.wait()
+
+
+@pytest.mark.slow
+def test_two_busy_processes_of_one_name_are_one_point_with_their_sum(tmp_path: Path) -> None:
+    # Two points with the same tags and timestamp are one series sample: the database would
+    # keep one of them (InfluxDB) or store a duplicate (VictoriaMetrics).
+    writers = [_writer(tmp_path / "first"), _writer(tmp_path / "second")]
+    try:
+        time.sleep(0.5)
+        collector = _collector(io.StringIO(), top=50)
+        sizes_before = [p.stat().st_size for p in tmp_path.iterdir()]
+        collector.collect()
+        time.sleep(3.0)
+        sizes_after = [p.stat().st_size for p in tmp_path.iterdir()]
+        collection = collector.collect()
+    finally:
+        for process in writers:
+            process.kill()
+            process.wait()
+    series = [tuple(sorted(m.tags.items())) for m in collection.metrics]
+    assert len(series) == len(set(series)), series
+    ours = next(m for m in collection.metrics if m.fields["pid"] in {p.pid for p in writers})
+    assert int(ours.fields["processes"]) >= 2
+    truth = (sum(sizes_after) - sum(sizes_before)) / 3.0
+    rate = float(ours.fields["write_bytes_per_sec"])
+    assert 0.85 * truth <= rate <= 1.3 * truth, (rate, truth)
+    assert_schema(collection.metrics)

@@ -110,6 +110,7 @@ class CgroupIoCollector:
         self._previous_at = 0.0
         self._devices = DeviceNames(roots)
         self._tags: dict[str, dict[str, str]] = {}
+        self._bad: set[str] = set()  # cgroups with a malformed counter line last cycle
 
     def close(self) -> None:
         pass
@@ -132,6 +133,7 @@ class CgroupIoCollector:
         elapsed, previous = now - self._previous_at, self._previous
         current: dict[str, Sample] = {}
         subtree: dict[str, Rates] = {}
+        bad: set[str] = set()
         for path in walk_cgroups(hierarchy.root, self.config.max_depth):
             text = read_counters_text(hierarchy, path)
             if text is None:
@@ -139,17 +141,32 @@ class CgroupIoCollector:
             before = previous.get(path)
             if before is not None and before[0] == text:  # idle: no parsing, no rates
                 current[path] = before
+                if path in self._bad:
+                    bad.add(path)
                 continue
-            current[path] = (text, parse_counters_text(hierarchy.version, text))
+            rejected: list[str] = []
+            current[path] = (text, parse_counters_text(hierarchy.version, text, rejected))
+            if rejected:
+                self._note_rejected(path, rejected, bad)
             if before is not None and elapsed > 0:
                 rates = subtree_rates(before[1], current[path][1], elapsed)
                 if rates:
                     subtree[path] = rates
         self._previous, self._previous_at = current, now
+        self._bad = bad  # this cycle's only: bounded by the cgroups there are
         if len(self._tags) > 2 * len(current) + 64:
             self._tags.clear()
         metrics = self._metrics(hierarchy, own_rates(subtree), time_ns)
         return Collection(metrics=metrics, items=len(current))
+
+    def _note_rejected(self, path: str, lines: list[str], bad: set[str]) -> None:
+        """One D! when a cgroup's counters turn bad (not every cycle they stay bad)."""
+        bad.add(path)
+        if path not in self._bad:
+            self._log.debug(
+                f"cgroup_io: /{path}: device lines that are no counters left out: "
+                f"{lines[0][:200]!r}" + (f" and {len(lines) - 1} more" if len(lines) > 1 else "")
+            )
 
     def _metrics(self, hierarchy: Hierarchy, own: dict[str, Rates], time_ns: int) -> list[Metric]:
         busy = {path: rates for path, rates in own.items() if any(map(any, rates.values()))}

@@ -8,8 +8,7 @@ import zlib
 from typing import Callable, NamedTuple
 
 from diskprobe.collectors.base import Collection
-from diskprobe.compute.counters import counter_deltas
-from diskprobe.compute.iostat import counter_fields, iostat_fields
+from diskprobe.compute.iostat import GAUGES, counter_fields, disk_deltas, iostat_fields
 from diskprobe.config import IoConfig
 from diskprobe.log import Logger
 from diskprobe.metric import FieldValue, Metric
@@ -18,12 +17,14 @@ from diskprobe.sources.blockinfo import BlockInfo, read_block_info
 from diskprobe.sources.diskstats import (
     IN_FLIGHT,
     DiskStat,
+    kernel_long_bits,
+    line_key,
     parse_diskstats_parts,
     read_diskstats_text,
 )
 
 MEASUREMENT = "diskprobe_io"
-GAUGES = frozenset({IN_FLIGHT})
+__all__ = ["GAUGES", "MEASUREMENT", "IoCollector"]  # GAUGES: kept importable from here
 INFO_REFRESH_SEC = 3600.0  # re-read model/serial hourly (staggered): udev may fill them late
 
 
@@ -48,6 +49,7 @@ class IoCollector:
         log: Logger,
         monotonic: Callable[[], float] = time.monotonic,
         wall_ns: Callable[[], int] = time.time_ns,
+        long_bits: int | None = None,
     ) -> None:
         self.config = config
         self.interval = config.interval
@@ -62,6 +64,9 @@ class IoCollector:
         self._selected: dict[str, bool] = {}
         self._info: dict[str, _CachedInfo] = {}
         self._idle_templates: dict[int, dict[str, FieldValue]] = {}
+        self._long_bits = long_bits or kernel_long_bits()
+        self._skipped: set[str] = set()  # keys of the lines skipped last time (logged once)
+        self._unreadable = False  # the file had no device line: W! said, I! due on recovery
 
     def _name_selected(self, name: str) -> bool:
         selected = self._selected.get(name)
@@ -106,11 +111,13 @@ class IoCollector:
         metrics: list[Metric] = []
         current: dict[str, tuple[str, DiskStat]] = {}
         seen: set[str] = set()
+        skipped: list[str] = []
         selected, previous, infos = self._selected, self._previous, self._info
         for line in text.splitlines():
             parts = line.split(None, 3)
             if len(parts) != 4:
-                self._skip(line)
+                if line.strip():
+                    skipped.append(line)
                 continue
             name = parts[2]
             # The name first: excluded devices (often most of them) cost no int parsing.
@@ -123,7 +130,7 @@ class IoCollector:
             else:
                 parsed = parse_diskstats_parts(parts)
                 if parsed is None:
-                    self._skip(line)
+                    skipped.append(line)
                     continue
                 stat, rates = parsed, self._rates(parsed, before, elapsed)
             seen.add(name)
@@ -142,15 +149,37 @@ class IoCollector:
             if fields:
                 metrics.append(Metric(MEASUREMENT, cached.tags, fields, time_ns))
         self._previous, self._previous_at = current, now
-        if len(self._info) > 2 * len(seen) + 64:
-            # Devices come and go (loop, dm): forget the ones no longer present.
+        if skipped or self._skipped:
+            self._note_skipped(skipped)
+        if (not seen and (skipped or not text.strip())) or self._unreadable:
+            self._note_unreadable(bool(seen), len(skipped))
+        lines = text.count("\n")
+        if len(self._info) > 2 * len(seen) + 64 or len(self._selected) > 2 * lines + 64:
+            # Devices come and go (loop, dm): forget the ones no longer present. Excluded
+            # names (loop* by default) are only in _selected, so it is bounded on its own.
             self._info = {name: info for name, info in self._info.items() if name in seen}
             self._selected.clear()
         return Collection(metrics=metrics, items=len(current))
 
-    def _skip(self, line: str) -> None:
-        if line.strip():
-            self._log.debug_once(f"diskstats-skip:{line}", f"diskstats: skipping {line!r}")
+    def _note_skipped(self, lines: list[str]) -> None:
+        """One D! per device when its line turns bad, not every cycle it stays bad; only
+        the keys of this cycle are kept, so the set cannot outgrow the file."""
+        keys = {line_key(line): line for line in lines}
+        for key, line in keys.items():
+            if key not in self._skipped:
+                self._log.debug(f"diskstats: skipping {line.strip()[:200]!r}")
+        self._skipped = set(keys)
+
+    def _note_unreadable(self, readable: bool, skipped: int) -> None:
+        """Item-less diskstats (empty, binary, all garbage) is said once, and so is the end."""
+        path = self._roots.proc_path("diskstats")
+        if readable and self._unreadable:
+            self._unreadable = False
+            self._log.info(f"io: {path} has device lines again; diskprobe_io resumes")
+        elif not readable and not self._unreadable:
+            self._unreadable = True
+            what = f"{skipped} unreadable lines" if skipped else "it is empty"
+            self._log.warn(f"io: no device line in {path} ({what}); no diskprobe_io points")
 
     @staticmethod
     def _with_counters(stat: DiskStat, rates: dict[str, FieldValue]) -> dict[str, FieldValue]:
@@ -178,9 +207,12 @@ class IoCollector:
             return {}  # the same name, another device: it starts afresh
         if len(earlier.counters) != len(stat.counters):
             return {}
-        deltas = counter_deltas(earlier.counters, stat.counters, GAUGES)
+        deltas = disk_deltas(earlier.counters, stat.counters, elapsed, self._long_bits)
         if deltas is None:
-            self._log.debug(f"io: counters of {stat.name} went backwards (reset); skipping once")
+            self._log.debug(
+                f"io: counters of {stat.name} were reset (they went back, or jumped more than "
+                f"{elapsed:.3g}s of I/O allows); no rates this interval"
+            )
             return {}
         return iostat_fields(deltas, stat.counters, elapsed)
 

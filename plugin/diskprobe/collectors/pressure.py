@@ -19,10 +19,16 @@ MEASUREMENT = "diskprobe_pressure"
 ABSENT_ERRNOS = frozenset({errno.ENOENT, errno.ENOTDIR, errno.EOPNOTSUPP, errno.ENOTSUP})
 
 
+# Stall time is wall time (some: at least one task stalled), so it cannot grow faster than
+# the clock; the tolerance covers the gap between the kernel's read and our timestamp.
+STALL_TOLERANCE = 1.25
+
+
 def stall_rate(before: PsiLine, now: PsiLine, elapsed: float) -> float | None:
-    """Microseconds stalled per second of the interval, or None (no interval, reset)."""
+    """Microseconds stalled per second of the interval, or None (no interval, a reset, or
+    a jump more than the interval's wall time: not one the kernel makes)."""
     delta = now.total - before.total
-    if elapsed <= 0 or delta < 0:
+    if elapsed <= 0 or delta < 0 or delta > elapsed * 1e6 * STALL_TOLERANCE:
         return None
     return delta / elapsed
 
@@ -83,6 +89,9 @@ class PressureCollector:
         if pressure is None:
             self._log.warn_once("pressure-parse", f"pressure: cannot parse {self._path()}")
             return Collection(errors=1)
+        for kind in pressure.rejected:  # "full" unusable: "some" is still reported
+            message = f"pressure: {self._path()}: unusable '{kind}' line; left out"
+            self._log.warn_once(f"pressure-bad:{kind}", message)
         before, elapsed = None, 0.0
         if self._previous is not None:
             before, elapsed = self._previous[0], now - self._previous[1]

@@ -13,6 +13,7 @@ from diskprobe.metric import FieldValue, Metric
 from diskprobe.roots import HostRoots
 from diskprobe.sources.procio import (
     Details,
+    MalformedIo,
     Scan,
     parse_proc_io,
     process_details,
@@ -62,6 +63,7 @@ class ProcessIoCollector:
         self._wall_ns = wall_ns
         self._previous: dict[int, _Seen] = {}
         self._previous_at: float | None = None
+        self._malformed: set[int] = set()  # pids whose io file was malformed last scan
         use_roots(roots)
 
     def close(self) -> None:
@@ -82,13 +84,20 @@ class ProcessIoCollector:
         """Store this scan; return the processes above the threshold since the last one."""
         previous, current = self._previous, {}
         candidates: list[_Candidate] = []
+        malformed: set[int] = set()
         minimum = float(self.config.min_bytes_per_sec)
         for pid, raw in scan.raw.items():
             before = previous.get(pid)
             if before is not None and before.raw == raw:
                 current[pid] = before  # idle (the usual case): no parsing
                 continue
-            counters = parse_proc_io(raw)
+            try:
+                counters = parse_proc_io(raw)
+            except MalformedIo as error:
+                malformed.add(pid)
+                if pid not in self._malformed:  # once per process, not every scan
+                    self._log.debug(f"process_io: pid {pid}: /proc/{pid}/io: {error}; left out")
+                continue
             if counters is None:
                 self._log_unparsed()
                 continue
@@ -105,22 +114,28 @@ class ProcessIoCollector:
             if read_rate + write_rate > minimum:
                 candidates.append(_Candidate(pid, before.started, read_rate, write_rate))
         self._previous = current
+        self._malformed = malformed  # only this scan's: bounded by the processes there are
         candidates.sort(key=lambda c: c.read_rate + c.write_rate, reverse=True)
         return candidates
 
     def _winners(self, candidates: list[_Candidate], time_ns: int) -> list[Metric]:
-        metrics: list[Metric] = []
+        # One point per (process, user): two busy processes of one name in one batch would
+        # be one series at one timestamp, and the database would keep only one of them.
+        # Their rates add up; pid and cmdline stay the busiest one's (candidates are sorted).
+        series: dict[tuple[str, str], Metric] = {}
         for candidate in candidates:
-            if len(metrics) >= self.config.top:
-                break
             details = process_details(
                 self._roots, candidate.pid, candidate.started, self.config.cmdline
             )
             if details is None:  # exited, or the PID was reused since the last scan
                 self._previous.pop(candidate.pid, None)
                 continue
-            metrics.append(self._metric(candidate, details, time_ns))
-        return metrics
+            same = series.get((details.name, details.user))
+            if same is not None:
+                _add(same.fields, candidate)
+            elif len(series) < self.config.top:
+                series[details.name, details.user] = self._metric(candidate, details, time_ns)
+        return list(series.values())
 
     @staticmethod
     def _metric(candidate: _Candidate, details: Details, time_ns: int) -> Metric:
@@ -128,6 +143,7 @@ class ProcessIoCollector:
             "pid": candidate.pid,
             "read_bytes_per_sec": candidate.read_rate,
             "write_bytes_per_sec": candidate.write_rate,
+            "processes": 1,
         }
         if details.cmdline is not None:
             fields["cmdline"] = details.cmdline
@@ -150,3 +166,9 @@ class ProcessIoCollector:
                 "process_io: /proc/<pid>/io has no read_bytes (kernel without "
                 "CONFIG_TASK_IO_ACCOUNTING?); such processes are left out"
             )
+
+
+def _add(fields: dict[str, FieldValue], candidate: _Candidate) -> None:
+    fields["read_bytes_per_sec"] = float(fields["read_bytes_per_sec"]) + candidate.read_rate
+    fields["write_bytes_per_sec"] = float(fields["write_bytes_per_sec"]) + candidate.write_rate
+    fields["processes"] = int(fields["processes"]) + 1

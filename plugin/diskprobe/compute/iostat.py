@@ -10,8 +10,10 @@ Flushes are kept out of `await`, as iostat does. Fields the kernel lacks are omi
 
 from __future__ import annotations
 
+from operator import sub
 from typing import Sequence
 
+from diskprobe.compute.counters import counter_deltas
 from diskprobe.metric import FieldValue
 from diskprobe.sources.diskstats import (
     DISCARD_MS,
@@ -36,6 +38,48 @@ from diskprobe.sources.diskstats import (
 )
 
 SECTOR_BYTES = 512  # /proc/diskstats counts 512-byte sectors whatever the device's block size
+
+# Which counters the kernel keeps in 32 bits. genhd.c diskstats_show() (5.5+, sample):
+#   "%lu %lu %lu %u " "%lu %lu %lu %u " "%u %u %u " "%lu %lu %lu %u " "%lu %u"
+#   ios, merges, sectors: unsigned long (64-bit on 64-bit kernels, 32-bit on 32-bit ones);
+#   read/write/discard/flush ms, io_ticks (jiffies_to_msecs), time_in_queue: unsigned int.
+MS_COUNTERS = frozenset({READ_MS, WRITE_MS, IO_MS, WEIGHTED_MS, DISCARD_MS, FLUSH_MS})
+GAUGES = frozenset({IN_FLIGHT})
+# io_ms (io_ticks) is wall time with I/O in flight: it cannot grow faster than the clock.
+# The slack covers jiffy steps (10 ms at HZ=100) and the time between the kernel's snapshot
+# and ours; older kernels also book a long I/O's whole time at its completion, which then
+# reads as a jump: skipped once rather than reported as util 500 %.
+IO_MS_TOLERANCE = 1.25
+IO_MS_SLACK_MS = 10.0
+# The other ms counters add up time per request: at most elapsed x requests in flight.
+MAX_QUEUE_DEPTH = 65536
+
+
+def disk_deltas(
+    previous: Sequence[int], current: Sequence[int], elapsed_sec: float, long_bits: int = 64
+) -> list[int] | None:
+    """Counter deltas of one device over `elapsed_sec` (> 0), or None when they are no
+    interval's activity: a reset (driver reload, another device under the name) or a jump
+    no disk can make. A decrease is unwrapped only where the kernel keeps 32 bits."""
+    deltas = list(map(sub, current, previous))
+    if min(deltas) < 0:  # inline above: the common case (all grew) costs no second call
+        unwrapped = counter_deltas(
+            previous, current, GAUGES, MS_COUNTERS if long_bits > 32 else None
+        )
+        if unwrapped is None:
+            return None
+        deltas = unwrapped
+    elapsed_ms = elapsed_sec * 1000.0
+    if deltas[IO_MS] > elapsed_ms * IO_MS_TOLERANCE + IO_MS_SLACK_MS:
+        return None
+    busy_ms = elapsed_ms * MAX_QUEUE_DEPTH
+    if deltas[READ_MS] > busy_ms or deltas[WRITE_MS] > busy_ms or deltas[WEIGHTED_MS] > busy_ms:
+        return None
+    if len(deltas) > DISCARD_MS and deltas[DISCARD_MS] > busy_ms:
+        return None
+    if len(deltas) > FLUSH_MS and deltas[FLUSH_MS] > busy_ms:
+        return None
+    return deltas
 
 
 def iostat_fields(

@@ -10,10 +10,11 @@ Sample keys: "device": {"name": "/dev/sda", "type": "sat", "protocol": "ATA"},
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 from diskprobe.smart.model import Attribute, DriveHealth
-from diskprobe.smart.rawvalues import attribute_raw, parse_raw
+from diskprobe.smart.rawvalues import attribute_raw, bounded_int, parse_raw
 from diskprobe.smart.runner import POWER_MODE_MESSAGE
 
 # Normalized values that mean "life left, %", in order of preference, by vendor use:
@@ -44,16 +45,51 @@ class NotSmartctlJson(ValueError):
     """The text is not smartctl JSON (older smartctl, garbage, or empty output)."""
 
 
+class Unusable(str):
+    """A JSON number that is no value (NaN, Infinity, 1e400, a 5000-digit integer): json
+    accepts them, a counter cannot be one. It reads as absent; the drive keeps the rest."""
+
+
+def _unusable(token: str) -> Unusable:
+    return Unusable(token[:40])
+
+
+def _json_int(token: str) -> int | Unusable:
+    number = bounded_int(token)
+    return _unusable(token) if number is None else number
+
+
+def _json_float(token: str) -> float | Unusable:
+    number = float(token)
+    return number if math.isfinite(number) else _unusable(token)
+
+
 def _int(value: Any) -> int | None:
     if isinstance(value, bool):
         return int(value)
     if isinstance(value, int):
         return value
     if isinstance(value, float):
-        return int(value)
-    if isinstance(value, str):
+        return int(value) if math.isfinite(value) else None
+    if isinstance(value, str) and not isinstance(value, Unusable):
         return parse_raw(value)
     return None
+
+
+def unusable_values(data: Any, limit: int = 5) -> list[str]:
+    """Where the document has Unusable numbers ("temperature.current=NaN"), the first few.
+    Iterative: a hostile document may nest as deep as json.loads allows."""
+    found: list[str] = []
+    stack: list[tuple[str, Any]] = [("", data)]
+    while stack and len(found) < limit:
+        path, value = stack.pop()
+        if isinstance(value, Unusable):
+            found.append(f"{path or '.'}={value}")
+        elif isinstance(value, dict):
+            stack.extend((f"{path}.{key}".lstrip("."), item) for key, item in value.items())
+        elif isinstance(value, list):
+            stack.extend((f"{path}[{index}]", item) for index, item in enumerate(value))
+    return found
 
 
 def _dig(data: Any, *keys: str) -> Any:
@@ -64,9 +100,16 @@ def _dig(data: Any, *keys: str) -> Any:
     return data
 
 
+def _list(value: Any) -> list[Any]:
+    """A JSON array where one is expected; anything else (a damaged document) is empty."""
+    return value if isinstance(value, list) else []
+
+
 def load(text: str) -> dict[str, Any]:
     try:
-        data = json.loads(text)
+        data = json.loads(
+            text, parse_int=_json_int, parse_float=_json_float, parse_constant=_unusable
+        )
     except (ValueError, RecursionError) as error:
         raise NotSmartctlJson(f"not JSON: {error}") from None
     # Some captures are trimmed of the "smartctl" header; a "device" object is enough.
@@ -82,7 +125,7 @@ def power_mode(data: dict[str, Any]) -> str:
     mode = data.get("power_mode")
     if isinstance(mode, str) and mode:
         return mode.lower()
-    for message in _dig(data, "smartctl", "messages") or []:
+    for message in _list(_dig(data, "smartctl", "messages")):
         match = POWER_MODE_MESSAGE.search(str(_dig(message, "string") or ""))
         if match:
             return match.group(1).lower()
@@ -119,6 +162,7 @@ def parse(data: dict[str, Any], tag: str) -> DriveHealth:
     else:
         _ata(data, health)
     health.media = _media(data, health)
+    health.unusable = unusable_values(data)
     return health
 
 
@@ -136,7 +180,7 @@ def _temperature_warning(data: dict[str, Any]) -> int | None:
 
 
 def _ata(data: dict[str, Any], health: DriveHealth) -> None:
-    for row in _dig(data, "ata_smart_attributes", "table") or []:
+    for row in _list(_dig(data, "ata_smart_attributes", "table")):
         attribute = _attribute(row, health.model)
         if attribute is None:
             continue

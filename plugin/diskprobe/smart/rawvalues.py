@@ -24,6 +24,11 @@ COMMAND_TIMEOUT = 188
 SEAGATE_ERROR_RATE_IDS = (1, 7)
 
 
+# NVMe counters are 128-bit (39 digits, 32 hex): anything longer is no counter, and int()
+# refuses strings of more than 4300 digits with a ValueError of its own.
+MAX_DIGITS, MAX_HEX_DIGITS = 40, 34
+
+
 def parse_raw(text: str) -> int | None:
     """The leading integer of a raw-value string, or None when there is none."""
     match = _LEADING_NUMBER.match(text)
@@ -31,9 +36,18 @@ def parse_raw(text: str) -> int | None:
         return None
     token = match.group(1)
     if token.lower().startswith("0x"):
-        return int(token, 16)
+        return int(token, 16) if len(token) <= MAX_HEX_DIGITS else None
     digits = token.split(".")[0].replace(",", "")
-    return int(digits) if digits else None
+    return int(digits) if digits and len(digits) <= MAX_DIGITS else None
+
+
+def bounded_int(text: str) -> int | None:
+    """ASCII digits (optionally signed) as an int, None past MAX_DIGITS: for parsers'
+    `\\d+` matches and JSON integers, which may be any length in hostile output."""
+    digits = text.lstrip("+-")
+    if not (digits.isascii() and digits.isdigit()) or len(digits) > MAX_DIGITS:
+        return None
+    return int(text)
 
 
 def attribute_raw(
@@ -42,11 +56,12 @@ def attribute_raw(
     """An ATA attribute's meaningful raw number, from smartctl's string (and JSON value)."""
     text = raw_string.strip()
     triple = _RAW16.match(text)
-    if triple and all(int(word) <= 0xFFFF for word in triple.groups()):
+    if triple and all(len(word) <= 5 and int(word) <= 0xFFFF for word in triple.groups()):
         high, middle, low = (int(word) for word in triple.groups())
         return unpack_vendor_raw(attribute_id, model, high << 32 | middle << 16 | low, True)
-    if text.isdigit() or (not text and raw_value is not None):
-        return unpack_vendor_raw(attribute_id, model, int(text) if text else raw_value or 0)
+    if (text.isascii() and text.isdigit()) or (not text and raw_value is not None):
+        number = bounded_int(text) if text else raw_value or 0
+        return None if number is None else unpack_vendor_raw(attribute_id, model, number)
     parsed = parse_raw(text)  # smartctl formatted it: the leading number is the value
     return parsed if parsed is not None else raw_value
 

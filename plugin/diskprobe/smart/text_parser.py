@@ -19,7 +19,7 @@ from diskprobe.smart.json_parser import (
     media_from_attributes,
 )
 from diskprobe.smart.model import Attribute, DriveHealth
-from diskprobe.smart.rawvalues import attribute_raw, parse_raw
+from diskprobe.smart.rawvalues import MAX_DIGITS, attribute_raw, bounded_int, parse_raw
 from diskprobe.smart.runner import POWER_MODE_MESSAGE
 
 _GROUP_SEPARATORS = ",.' \u00a0\u202f\u2019\ufffd"
@@ -75,7 +75,10 @@ def count(text: Optional[str]) -> int | None:
     if text[:2].lower() == "0x":
         return parse_raw(text)
     match = _NUMBER.match(text)
-    return int(re.sub(r"\D", "", match.group())) if match else None
+    if match is None:
+        return None
+    digits = re.sub(r"\D", "", match.group())  # past 128 bits it is no counter
+    return int(digits) if len(digits) <= MAX_DIGITS else None
 
 
 def capacity(text: Optional[str]) -> int | None:
@@ -169,7 +172,7 @@ def _ata_values(info: Labels, text: str, health: DriveHealth) -> None:
         health.temperature_c = count(info.get("current temperature"))  # SCT status (-x)
     limits = info.get("min/max recommended temperature", "").partition("/")[2]  # SCT: "0/60"
     devstat = _DEVSTAT_MAX_TEMPERATURE.search(text)
-    health.temperature_warning_c = count(limits) or (int(devstat.group(1)) if devstat else None)
+    health.temperature_warning_c = count(limits) or (bounded_int(devstat[1]) if devstat else None)
 
 
 def _attribute(line: str, model: str) -> Attribute | None:
@@ -220,10 +223,10 @@ def _scsi(info: Labels, text: str, health: DriveHealth) -> None:
     health.temperature_c = count(info.get("current drive temperature"))
     temperature = _SCSI_TEMPERATURE.search(text)  # SAS SSDs: "Current temperature = 25"
     if health.temperature_c is None and temperature:
-        health.temperature_c = int(temperature.group(1))
+        health.temperature_c = bounded_int(temperature.group(1))
     health.temperature_warning_c = count(info.get("drive trip temperature")) or None
     power_on = _SCSI_POWER_ON.search(text)
-    health.power_on_hours = int(power_on.group(1) or power_on.group(2)) if power_on else None
+    health.power_on_hours = bounded_int(power_on[1] or power_on[2]) if power_on else None
     health.power_cycles = count(info.get("accumulated start-stop cycles"))
 
 

@@ -27,14 +27,26 @@ class Hierarchy:
     root: str
 
 
+U64_LIMIT = 1 << 64  # kernel counters are u64: a bigger number is no counter
+
+
+def _counter(text: str) -> int | None:
+    """A u64 counter as the kernel prints it (ASCII digits); None for anything else
+    ("1e400", "-5", "x", 400 digits: the float maths of rates would overflow on those)."""
+    if not (text.isascii() and text.isdigit()) or len(text) > 20:
+        return None
+    value = int(text)
+    return value if value < U64_LIMIT else None
+
+
 def _devno(text: str) -> DevNo | None:
     major, sep, minor = text.partition(":")
-    if not sep or not major.isdigit() or not minor.isdigit():
+    if not sep or _counter(major) is None or _counter(minor) is None:
         return None
     return int(major), int(minor)
 
 
-def parse_io_stat(text: str) -> dict[DevNo, tuple[int, ...]]:
+def parse_io_stat(text: str, rejected: list[str] | None = None) -> dict[DevNo, tuple[int, ...]]:
     """cgroup v2 io.stat; other keys (cost.*, use_delay ...) are ignored. A line looks like:
     8:0 rbytes=1459200 wbytes=314773504 rios=192 wios=353 dbytes=0 dios=0
     """
@@ -45,14 +57,15 @@ def parse_io_stat(text: str) -> dict[DevNo, tuple[int, ...]]:
         if devno is None:
             continue
         values = dict(part.partition("=")[::2] for part in parts[1:])
-        try:
-            result[devno] = tuple(int(values.get(key) or 0) for key in V2_KEYS)
-        except ValueError:
-            continue
+        counters = tuple(_counter(values.get(key) or "0") for key in V2_KEYS)
+        if None not in counters:  # a bad value drops its device's line, not the cgroup
+            result[devno] = counters  # type: ignore[assignment]
+        elif rejected is not None:
+            rejected.append(line)
     return result
 
 
-def parse_blkio_rwstat(text: str) -> dict[DevNo, dict[str, int]]:
+def parse_blkio_rwstat(text: str, rejected: list[str] | None = None) -> dict[DevNo, dict[str, int]]:
     """cgroup v1 blkio rwstat file; the last line ("Total 1234") has no device. Lines look like:
     8:0 Read 1234
     8:0 Write 5678
@@ -62,15 +75,21 @@ def parse_blkio_rwstat(text: str) -> dict[DevNo, dict[str, int]]:
     for line in text.splitlines():
         parts = line.split()
         devno = _devno(parts[0]) if len(parts) == 3 else None
-        if devno is None or not parts[2].isdigit():
+        value = _counter(parts[2]) if devno is not None else None
+        if devno is None or value is None:
+            if devno is not None and rejected is not None:
+                rejected.append(line)
             continue
-        result.setdefault(devno, {})[parts[1]] = int(parts[2])
+        result.setdefault(devno, {})[parts[1]] = value
     return result
 
 
-def v1_counters(bytes_text: str, ios_text: str) -> dict[DevNo, tuple[int, ...]]:
+def v1_counters(
+    bytes_text: str, ios_text: str, rejected: list[str] | None = None
+) -> dict[DevNo, tuple[int, ...]]:
     """Merge the v1 bytes and serviced files into (read_bytes, write_bytes, reads, writes)."""
-    sizes, ios = parse_blkio_rwstat(bytes_text), parse_blkio_rwstat(ios_text)
+    sizes = parse_blkio_rwstat(bytes_text, rejected)
+    ios = parse_blkio_rwstat(ios_text, rejected)
     result: dict[DevNo, tuple[int, ...]] = {}
     for devno in sizes.keys() | ios.keys():
         size, count = sizes.get(devno, {}), ios.get(devno, {})
@@ -132,11 +151,14 @@ def read_counters_text(hierarchy: Hierarchy, relative: str) -> str | None:
     return None if sizes is None or ios is None else f"{sizes}\0{ios}"
 
 
-def parse_counters_text(version: int, text: str) -> dict[DevNo, tuple[int, ...]]:
+def parse_counters_text(
+    version: int, text: str, rejected: list[str] | None = None
+) -> dict[DevNo, tuple[int, ...]]:
+    """`rejected` collects the device lines left out for a value that is no counter."""
     if version == 2:
-        return parse_io_stat(text)
+        return parse_io_stat(text, rejected)
     sizes, _, ios = text.partition("\0")
-    return v1_counters(sizes, ios)
+    return v1_counters(sizes, ios, rejected)
 
 
 class DeviceNames:

@@ -7,10 +7,13 @@ Line formats by kernel (after `major minor name`):
   more in future kernels: extras are ignored.
   4 stats, 2.6 partitions: "   3    1 hda1 35486 38030 38030 38030" (7 fields): skipped.
 An incomplete trailing group (sysstat's 17-field sample "sds" has 3+14) counts as absent.
+Kernel counters are at most u64 (genhd.c prints %lu / %u): a larger or negative number, or a
+name with a NUL (it would reach sysfs paths), makes the line unusable, never the whole file.
 """
 
 from __future__ import annotations
 
+import os
 from typing import NamedTuple
 
 from diskprobe.log import Logger
@@ -26,6 +29,7 @@ FLUSHES, FLUSH_MS = 15, 16
 BASE_STATS = 11
 WITH_DISCARDS = 15
 WITH_FLUSHES = 17
+U64_LIMIT = 1 << 64  # no kernel counter reaches it: a bigger number is corruption
 
 
 class DiskStat(NamedTuple):
@@ -63,9 +67,10 @@ def parse_counters(numbers: str) -> tuple[int, ...] | None:
     keep = _stat_count(available)
     try:
         counters = tuple(map(int, tokens if keep == available else tokens[:keep]))
-    except ValueError:
+    except ValueError:  # also a number of more than 4300 digits (int's own limit)
         return None
-    return None if min(counters) < 0 else counters
+    # One bound check per line: a 400-digit "counter" would overflow the float rates later.
+    return counters if min(counters) >= 0 and max(counters) < U64_LIMIT else None
 
 
 def parse_diskstats_parts(parts: list[str]) -> DiskStat | None:
@@ -77,9 +82,16 @@ def parse_diskstats_parts(parts: list[str]) -> DiskStat | None:
     except ValueError:
         return None
     counters = parse_counters(parts[3])
-    if counters is None or major < 0 or minor < 0:
+    if counters is None or major < 0 or minor < 0 or "\0" in parts[2]:
         return None
     return DiskStat(major, minor, parts[2], counters)
+
+
+def line_key(line: str) -> str:
+    """What a skipped line is remembered by: its device name, so a counter that changes
+    every cycle is not a new message every cycle (and the set of keys stays bounded)."""
+    parts = line.split(None, 3)
+    return parts[2] if len(parts) >= 3 else "(short line)"
 
 
 def parse_diskstats_line(line: str) -> DiskStat | None:
@@ -88,7 +100,7 @@ def parse_diskstats_line(line: str) -> DiskStat | None:
 
 
 def parse_diskstats(text: str, log: Logger | None = None) -> list[DiskStat]:
-    """Parse the whole file; bad lines are skipped with one D! line each (once per line text)."""
+    """Parse the whole file; bad lines are skipped with one D! line each (once per device)."""
     stats: list[DiskStat] = []
     for line in text.splitlines():
         if not line.strip():
@@ -97,7 +109,8 @@ def parse_diskstats(text: str, log: Logger | None = None) -> list[DiskStat]:
         if stat is None:
             if log is not None:
                 log.debug_once(
-                    f"diskstats-skip:{line}", f"diskstats: skipping line {line.strip()!r}"
+                    f"diskstats-skip:{line_key(line)}",
+                    f"diskstats: skipping line {line.strip()[:200]!r}",
                 )
             continue
         stats.append(stat)
@@ -111,3 +124,13 @@ def read_diskstats_text(roots: HostRoots) -> str:
 
 def read_diskstats(roots: HostRoots, log: Logger | None = None) -> list[DiskStat]:
     return parse_diskstats(read_diskstats_text(roots), log)
+
+
+def kernel_long_bits() -> int:
+    """The running kernel's `unsigned long` width (ios, merges and sectors are that wide).
+
+    From uname, not from this Python: a 32-bit userland (or container) may run on a 64-bit
+    kernel. 64-bit machines say so ("x86_64", "aarch64", "ppc64le", "riscv64"), but s390x.
+    """
+    machine = os.uname().machine
+    return 64 if "64" in machine or machine == "s390x" else 32

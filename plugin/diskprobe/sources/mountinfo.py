@@ -56,12 +56,15 @@ def parse_mountinfo_line(line: str) -> Mount | None:
         major, minor = (int(number) for number in fields[2].split(":"))
     except ValueError:
         return None
+    mount_point = unescape(fields[4])
+    if "\0" in mount_point:  # a NUL ("\\000", or a raw one) is no path statfs can take
+        return None
     return Mount(
         mount_id=mount_id,
         major=major,
         minor=minor,
         root=unescape(fields[3]),
-        mount_point=unescape(fields[4]),
+        mount_point=mount_point,
         options=fields[5],
         fstype=described[0],
         source=unescape(described[1]),

@@ -21,12 +21,14 @@ class PsiLine:
 class Pressure:
     some: PsiLine
     full: PsiLine | None  # only "some" on kernels that print a single line
+    rejected: tuple[str, ...] = ()  # kinds whose line was there but unusable ("full")
 
 
 # The format, one line per kind (older kernels and some resources print only "some"):
 #   some avg10=0.00 avg60=0.00 avg300=0.00 total=0
 #   full avg10=0.00 avg60=0.00 avg300=0.00 total=0
 _KEYS = ("avg10", "avg60", "avg300", "total")
+U64_LIMIT = 1 << 64
 
 
 def _parse_line(words: list[str]) -> PsiLine | None:
@@ -36,14 +38,17 @@ def _parse_line(words: list[str]) -> PsiLine | None:
         if sep:
             values[key] = value
     try:
-        return PsiLine(
-            float(values["avg10"]),
-            float(values["avg60"]),
-            float(values["avg300"]),
-            int(values["total"]),
-        )
+        averages = [float(values[key]) for key in _KEYS[:3]]
+        total = values["total"]
     except (KeyError, ValueError):
         return None
+    # The kernel prints "%lu.%02lu" percentages and a u64 of microseconds: "avg10=nan",
+    # "total=1e400" or 400 digits (whose rate would overflow) are no PSI line.
+    if not all(0.0 <= value <= 100.0 for value in averages):  # also False for NaN
+        return None
+    if not (total.isascii() and total.isdigit() and len(total) <= 20 and int(total) < U64_LIMIT):
+        return None
+    return PsiLine(averages[0], averages[1], averages[2], int(total))
 
 
 def parse_pressure(text: str) -> Pressure | None:
@@ -56,7 +61,8 @@ def parse_pressure(text: str) -> Pressure | None:
     some = lines.get("some")
     if some is None:
         return None
-    return Pressure(some, lines.get("full"))
+    rejected = tuple(kind for kind, parsed in lines.items() if parsed is None)
+    return Pressure(some, lines.get("full"), rejected)
 
 
 def pressure_path(roots: HostRoots) -> str:

@@ -34,15 +34,31 @@ class Scan:
 # /proc/<pid>/io, always in this order (fs/proc/base.c do_io_accounting):
 #   rchar: 1948  wchar: 0  syscr: 7  syscw: 0  read_bytes: 4096  write_bytes: 0
 #   cancelled_write_bytes: 0            (one "name: value" per line)
+# None: no read_bytes in it (a kernel without task I/O accounting); MalformedIo: a value that is
+# no u64 counter ("read_bytes: x", 1e400, 400 digits): that process is left out, not the scan.
+U64_LIMIT = 1 << 64
+
+
+class MalformedIo(ValueError):
+    """/proc/<pid>/io has read_bytes/write_bytes, but not as counters."""
+
+
 def parse_proc_io(data: bytes) -> tuple[int, int] | None:
     words = data.split()
     if len(words) >= 12 and words[8] == b"read_bytes:" and words[10] == b"write_bytes:":
-        return int(words[9]), int(words[11])
-    values = dict(zip(words[::2], words[1::2]))
-    try:
-        return int(values[b"read_bytes:"]), int(values[b"write_bytes:"])
-    except (KeyError, ValueError):
-        return None
+        read, write = words[9], words[11]
+    else:
+        values = dict(zip(words[::2], words[1::2]))
+        if b"read_bytes:" not in values or b"write_bytes:" not in values:
+            return None
+        read, write = values[b"read_bytes:"], values[b"write_bytes:"]
+    # Digits only: int() would also take "+5", "1_0" and " 5 "; the kernel prints %llu.
+    if not (read.isdigit() and write.isdigit() and len(read) < 21 and len(write) < 21):
+        raise MalformedIo(f"read_bytes {read[:40]!r}, write_bytes {write[:40]!r}")
+    counters = int(read), int(write)
+    if max(counters) >= U64_LIMIT:
+        raise MalformedIo(f"read_bytes {read!r}, write_bytes {write!r}: beyond 64 bits")
+    return counters
 
 
 def scan_io(roots: HostRoots) -> Scan:

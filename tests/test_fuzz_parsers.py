@@ -1,0 +1,351 @@
+"""Fuzzing every source parser with realistic-but-broken input (issue #11, acceptance).
+
+Each strategy starts from real input (a kernel's lines, captured smartctl / nvme-cli output) and
+breaks it: tokens mutated, huge numbers, NaN/inf, random bytes, truncation, NUL bytes, other
+encodings. Where a collector reads the input from a fake root, the COLLECTOR runs (so "no
+exception escapes a collector" is what is tested); every emitted field must be finite, of the
+schema's type, and within physical bounds. The normal set runs QUICK examples per parser, the
+slow set SLOW (10,000) each: `pytest -m slow tests/test_fuzz_parsers.py`.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+import os
+from pathlib import Path
+from typing import Callable
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from diskprobe.collectors.cgroup_io import CgroupIoCollector
+from diskprobe.collectors.io import IoCollector
+from diskprobe.collectors.pressure import PressureCollector
+from diskprobe.collectors.process_io import ProcessIoCollector
+from diskprobe.compute.iostat import IO_MS_SLACK_MS, IO_MS_TOLERANCE, MAX_QUEUE_DEPTH
+from diskprobe.compute.mount_selection import select_mounts
+from diskprobe.config import CgroupIoConfig, IoConfig, PressureConfig, ProcessIoConfig
+from diskprobe.log import Logger
+from diskprobe.metric import Metric
+from diskprobe.roots import HostRoots
+from diskprobe.smart import json_parser, nvme_cli, text_parser
+from diskprobe.smart.metrics import attribute_metrics, smart_metric
+from diskprobe.smart.verdict import judge
+from diskprobe.sources.mountinfo import parse_mountinfo
+
+from helpers import FIXTURES, FakeClock, assert_schema
+
+QUICK, SLOW = 200, 10_000
+TESTS = Path(__file__).parent
+SETTINGS = {"deadline": None, "suppress_health_check": list(HealthCheck)}
+
+# -- mutations of real text ---------------------------------------------------------------------
+
+HOSTILE_TOKENS = ["9" * 400, "18446744073709551616", "18446744073709551615", "-1", "1e400",
+                  "nan", "inf", "-inf", "NaN", "Infinity", "0x10", "1_000", "+5", "\x00", "",
+                  "\u0663", "\xb2", "99999999999999999999", "4294967295", "1.5", "x"]  # fmt: skip
+token = st.one_of(st.sampled_from(HOSTILE_TOKENS), st.integers(-10, 2**70).map(str),
+                  st.text(max_size=8))  # fmt: skip
+
+
+@st.composite
+def mutated(draw: st.DrawFn, text: str) -> str:
+    """`text` with a few tokens replaced, lines cut or duplicated, bytes inserted."""
+    lines = text.splitlines()
+    for _ in range(draw(st.integers(0, 4))):
+        if not lines:
+            break
+        index = draw(st.integers(0, len(lines) - 1))
+        words = lines[index].split(" ")
+        kind = draw(st.sampled_from(["token", "truncate", "duplicate", "bytes", "drop"]))
+        if kind == "token":
+            words[draw(st.integers(0, len(words) - 1))] = draw(token)
+            lines[index] = " ".join(words)
+        elif kind == "truncate":
+            lines[index] = lines[index][: draw(st.integers(0, len(lines[index])))]
+        elif kind == "duplicate":
+            lines.insert(index, lines[index])
+        elif kind == "bytes":
+            noise = draw(st.binary(max_size=12)).decode("latin-1")
+            at = draw(st.integers(0, len(lines[index])))
+            lines[index] = lines[index][:at] + noise + lines[index][at:]
+        else:
+            del lines[index]
+    return "\n".join(lines) + draw(st.sampled_from(["\n", "", "\r\n"]))
+
+
+def broken(text: str) -> st.SearchStrategy[bytes]:
+    """Mutated text in one of the encodings a fake or damaged file may have, or noise."""
+    return st.one_of(
+        mutated(text).map(lambda t: t.encode("utf-8", "surrogatepass")),
+        mutated(text).map(lambda t: t.encode("utf-16")),
+        st.binary(max_size=300),
+    )
+
+
+def fuzz(strategy: st.SearchStrategy[object]) -> Callable[[Callable[..., None]], list[object]]:
+    """Two tests from one check: QUICK examples in the normal set, SLOW in the slow one."""
+
+    def make(check: Callable[..., None]) -> list[object]:
+        quick = settings(max_examples=QUICK, **SETTINGS)(given(strategy)(check))  # type: ignore[arg-type]
+        slow = pytest.mark.slow(settings(max_examples=SLOW, **SETTINGS)(given(strategy)(check)))  # type: ignore[arg-type]
+        return [quick, slow]
+
+    return make
+
+
+def assert_finite(metrics: list[Metric]) -> None:
+    assert_schema(metrics)
+    for metric in metrics:
+        for name, value in metric.fields.items():
+            if isinstance(value, float):
+                assert math.isfinite(value), (metric, name)
+            if name.endswith(("_per_sec", "_await_ms", "_request_bytes", "queue_size")):
+                assert value >= 0, (metric, name)  # type: ignore[operator]
+
+
+def roots(tmp: Path) -> HostRoots:
+    return HostRoots(proc=str(tmp / "proc"), sys=str(tmp / "sys"), run=str(tmp / "run"))
+
+
+def write(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+
+
+def quiet() -> Logger:
+    return Logger(io.StringIO(), debug=True)
+
+
+@pytest.fixture(scope="module")
+def tmp(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("fuzz")
+
+
+# -- /proc/diskstats through IoCollector -------------------------------------------------------
+
+DISKSTATS = (FIXTURES / "procfs_mixed" / "proc" / "diskstats").read_text()
+
+
+def _io(tmp: Path, samples: list[bytes], elapsed: float) -> None:
+    clock = FakeClock()
+    collector = IoCollector(IoConfig(exclude=[], counters=True), roots(tmp), quiet(),
+                            monotonic=clock)  # fmt: skip
+    for data in samples:
+        write(tmp / "proc" / "diskstats", data)
+        clock.now += elapsed
+        metrics = collector.collect().metrics
+        assert_finite(metrics)
+        slack = IO_MS_SLACK_MS / (elapsed * 1000.0) * 100.0
+        for metric in metrics:
+            util = metric.fields.get("util_percent", 0.0)
+            assert util <= 100.0 * IO_MS_TOLERANCE + slack, metric  # type: ignore[operator]
+            assert metric.fields.get("queue_size", 0.0) <= MAX_QUEUE_DEPTH  # type: ignore[operator]
+
+
+diskstats_case = st.tuples(st.lists(broken(DISKSTATS), min_size=2, max_size=3),
+                           st.sampled_from([0.01, 1.0, 10.0]))  # fmt: skip
+
+
+def _diskstats(case: tuple[list[bytes], float]) -> None:
+    _io(Path(os.environ["FUZZ_TMP"]) / "io", *case)
+
+
+test_diskstats_quick, test_diskstats_slow = fuzz(diskstats_case)(_diskstats)
+
+
+# -- mountinfo -----------------------------------------------------------------------------------
+
+MOUNTINFO = (FIXTURES / "mountinfo_escapes" / "proc" / "1" / "mountinfo").read_text()
+
+
+def _mountinfo(data: bytes) -> None:
+    mounts = parse_mountinfo(data.decode("utf-8", "replace"))
+    for target in select_mounts(mounts, ignore_fs=["proc"], prefix="/host"):
+        assert "\0" not in target.stat_path
+
+
+test_mountinfo_quick, test_mountinfo_slow = fuzz(broken(MOUNTINFO))(_mountinfo)
+
+# -- PSI through PressureCollector ---------------------------------------------------------------
+
+PSI = ("some avg10=1.50 avg60=0.80 avg300=0.20 total=123456\n"
+       "full avg10=0.50 avg60=0.10 avg300=0.00 total=65432\n")  # fmt: skip
+
+
+def _pressure(samples: list[bytes]) -> None:
+    tmp = Path(os.environ["FUZZ_TMP"]) / "psi"
+    clock = FakeClock()
+    collector = PressureCollector(PressureConfig(), roots(tmp), quiet(), monotonic=clock)
+    for data in samples:
+        write(tmp / "proc" / "pressure" / "io", data)
+        clock.now += 1.0
+        metrics = collector.collect().metrics
+        assert_finite(metrics)
+        for metric in metrics:
+            for name, value in metric.fields.items():
+                if "avg" in name:
+                    assert 0.0 <= value <= 100.0, (name, value)  # type: ignore[operator]
+                else:  # stall time is wall time: at most a second per second (+ tolerance)
+                    assert 0.0 <= value <= 1.25e6, (name, value)  # type: ignore[operator]
+
+
+test_pressure_quick, test_pressure_slow = fuzz(st.lists(broken(PSI), min_size=2, max_size=3))(
+    _pressure
+)
+
+# -- cgroup v2 io.stat and v1 blkio through CgroupIoCollector ----------------------------------
+
+IO_STAT = ("8:0 rbytes=1459200 wbytes=314773504 rios=192 wios=353 dbytes=0 dios=0\n"
+           "259:0 rbytes=90112 wbytes=0 rios=12 wios=0 dbytes=4096 dios=1\n")  # fmt: skip
+BLKIO = "8:0 Read 1234\n8:0 Write 5678\n8:0 Sync 1\n8:0 Total 6912\nTotal 6912\n"
+
+
+def _cgroups(case: tuple[int, list[tuple[bytes, bytes]]]) -> None:
+    version, samples = case
+    tmp = Path(os.environ["FUZZ_TMP"]) / f"cgroup{version}"
+    root = tmp / "sys" / "fs" / "cgroup" / ("" if version == 2 else "blkio")
+    if version == 2:
+        write(root / "cgroup.controllers", b"io\n")
+    clock = FakeClock()
+    collector = CgroupIoCollector(CgroupIoConfig(), roots(tmp), quiet(), monotonic=clock)
+    for parent, child in samples:
+        for directory, data in (("", parent), ("kubepods.slice", child)):
+            if version == 2:
+                write(root / directory / "io.stat", data)
+            else:
+                write(root / directory / "blkio.throttle.io_service_bytes_recursive", data)
+                write(root / directory / "blkio.throttle.io_serviced_recursive", data)
+        clock.now += 1.0
+        assert_finite(collector.collect().metrics)
+
+
+cgroup_case = st.one_of(
+    st.tuples(st.just(2), st.lists(st.tuples(broken(IO_STAT), broken(IO_STAT)), min_size=2,
+                                   max_size=3)),
+    st.tuples(st.just(1), st.lists(st.tuples(broken(BLKIO), broken(BLKIO)), min_size=2,
+                                   max_size=3)),
+)  # fmt: skip
+test_cgroup_io_quick, test_cgroup_io_slow = fuzz(cgroup_case)(_cgroups)
+
+# -- /proc/<pid>/io through ProcessIoCollector ---------------------------------------------------
+
+PROC_IO = ("rchar: 1948\nwchar: 0\nsyscr: 7\nsyscw: 0\nread_bytes: 4096\nwrite_bytes: 0\n"
+           "cancelled_write_bytes: 0\n")  # fmt: skip
+
+
+def _process_io(samples: list[bytes]) -> None:
+    tmp = Path(os.environ["FUZZ_TMP"]) / "procio"
+    clock = FakeClock()
+    config = ProcessIoConfig(min_bytes_per_sec=0)
+    collector = ProcessIoCollector(config, roots(tmp), quiet(), monotonic=clock)
+    for data in samples:
+        write(tmp / "proc" / "4242" / "io", data[:1024])
+        clock.now += 1.0
+        assert_finite(collector.collect().metrics)
+
+
+test_process_io_quick, test_process_io_slow = fuzz(
+    st.lists(broken(PROC_IO), min_size=2, max_size=3)
+)(_process_io)
+
+# -- SMART: smartctl JSON and text, nvme-cli JSON (captures mutated) --------------------------
+
+
+def _smart_metrics(health: object) -> None:
+    values = dict(health.counters)  # type: ignore[attr-defined]
+    verdict = judge(health, values, {})  # type: ignore[arg-type]
+    metrics = [smart_metric(health, values, {}, verdict, 1)]  # type: ignore[arg-type]
+    metrics += attribute_metrics(health, 1)  # type: ignore[arg-type]
+    assert_finite(metrics)
+
+
+def _captures(folder: Path, name: str) -> list[str]:
+    return [path.read_text(encoding="utf-8", errors="replace")
+            for path in sorted(folder.glob(f"*/{name}"))][:40]  # fmt: skip
+
+
+SMART_JSON = _captures(TESTS / "golden" / "smart-json", "response.json")
+SMART_TEXT = _captures(TESTS / "golden" / "smart-text", "response.txt")
+NVME_JSON = [path.read_text() for path in sorted((FIXTURES / "nvme-cli").glob("*.json"))]
+
+JSON_HOSTILE = ["NaN", "Infinity", "-Infinity", "1e400", "9" * 5000, "-1", "1.5", "null",
+                '"x"', "[]", "{}", "true", '"1e400"', '"NaN"', "18446744073709551616"]  # fmt: skip
+
+
+@st.composite
+def json_mutated(draw: st.DrawFn, documents: list[str]) -> str:
+    """A capture with a few JSON values replaced by hostile ones (as text: NaN is not JSON)."""
+    text = draw(st.sampled_from(documents))
+    data = json.loads(text)
+    marks: list[str] = []
+
+    def visit(node: object) -> None:
+        if isinstance(node, dict):
+            for key in list(node):
+                if draw(st.integers(0, 30)) == 0:
+                    mark = f"@@{len(marks)}@@"
+                    marks.append(draw(st.sampled_from(JSON_HOSTILE)))
+                    node[key] = mark
+                else:
+                    visit(node[key])
+        elif isinstance(node, list):
+            for item in node:
+                visit(item)
+
+    visit(data)
+    out = json.dumps(data)
+    for index, value in enumerate(marks):
+        out = out.replace(f'"@@{index}@@"', value)
+    if draw(st.integers(0, 9)) == 0:
+        out = out[: draw(st.integers(0, len(out)))]
+    return out
+
+
+def _smart_json(text: str) -> None:
+    try:
+        data = json_parser.load(text)
+    except json_parser.NotSmartctlJson:
+        return
+    _smart_metrics(json_parser.parse(data, "sda"))
+
+
+def _smart_text(text: str) -> None:
+    _smart_metrics(text_parser.parse(text, "sda"))
+
+
+def _nvme(text: str) -> None:
+    try:
+        health = nvme_cli.parse_smart_log(text, "nvme0")
+    except nvme_cli.NotSmartLog:
+        return
+    _smart_metrics(health)
+
+
+test_smartctl_json_quick, test_smartctl_json_slow = fuzz(json_mutated(SMART_JSON))(_smart_json)
+test_smartctl_text_quick, test_smartctl_text_slow = fuzz(
+    st.sampled_from(SMART_TEXT).flatmap(lambda t: mutated(t))
+)(_smart_text)
+test_nvme_cli_json_quick, test_nvme_cli_json_slow = fuzz(json_mutated(NVME_JSON))(_nvme)
+
+
+@pytest.fixture(autouse=True)
+def _fuzz_tmp(tmp: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Collectors under hypothesis share one module temp dir (files rewritten per example)."""
+    monkeypatch.setenv("FUZZ_TMP", str(tmp))
+
+
+def test_smartctl_json_with_a_scalar_where_an_array_belongs() -> None:
+    """Found by the slow set: `"table": -1` (and `"messages": 5`) made the parser iterate an
+    int; a damaged document loses those parts only."""
+    _smart_json(
+        '{"smartctl": {"messages": 5, "exit_status": 0}, "device": {"protocol": "ATA"},'
+        ' "model_name": "HGST HUH721008ALE604", "power_cycle_count": 123,'
+        ' "ata_smart_attributes": {"revision": 16, "table": -1}}'
+    )
+    health = json_parser.parse(json_parser.load('{"device": {}, "ata_smart_attributes": '
+                                                '{"table": -1}, "power_cycle_count": 7}'), "sda")
+    assert health.power_cycles == 7 and not health.attributes
