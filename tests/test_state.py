@@ -29,7 +29,7 @@ def test_round_trip_mode_0600_and_no_temp_files_left(tmp_path: Path) -> None:
     store.section("fs_forecast")["/"] = {"avail": [[1.0, 2.0]]}
     store.save()
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
-    assert [p.name for p in tmp_path.iterdir()] == ["state.json"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["state.json", "state.json.lock"]
     again, log = _store(path)
     assert again.section("fs_forecast") == {"/": {"avail": [[1.0, 2.0]]}}
     assert log.getvalue() == ""

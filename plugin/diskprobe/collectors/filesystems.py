@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import errno
-import math
 import os
 import time
 from typing import Any, Callable
@@ -19,6 +18,7 @@ from diskprobe.roots import HostRoots
 from diskprobe.sources.mountinfo import read_mountinfo
 from diskprobe.sources.statfs import StatfsProber
 from diskprobe.state import StateStore
+from diskprobe.state_sections import dict_of, finite_number
 
 MEASUREMENT = "diskprobe_fs"
 # Errors that mean "the filesystem is there but not answering": a dead FUSE daemon
@@ -48,8 +48,7 @@ class FilesystemsCollector:
         self.interval = config.interval
         self._roots = roots
         self._log = log
-        self._windows: dict[str, Any] = state.section(STATE_SECTION)
-        _drop_malformed(self._windows)
+        self._windows: dict[str, Any] = state.section(STATE_SECTION, _valid_windows)
         self._prober = prober or StatfsProber(config.stat_timeout)
         self._wall = wall
         self._chosen_targets = targets
@@ -87,8 +86,16 @@ class FilesystemsCollector:
                 self._note_success(target)
                 fields = self._fields(target, result, now)
             collection.metrics.append(Metric(MEASUREMENT, _tags(target), fields, time_ns))
+        self._forget_departed({target.path for target in targets})
         self._forget_old_windows(now)
         return collection
+
+    def _forget_departed(self, present: set[str]) -> None:
+        # Mounts that failed or hung and then left the table (pods come and go): their
+        # notes would otherwise stay for the life of the process.
+        if len(self._failing) > len(present) or len(self._stuck) > len(present):
+            self._failing = {p: c for p, c in self._failing.items() if p in present}
+            self._stuck &= present
 
     def _note_failure(self, target: MountTarget, error: OSError) -> None:
         code = error.errno or errno.EIO
@@ -168,20 +175,11 @@ def _tags(target: MountTarget) -> dict[str, str]:
     }
 
 
-def _finite_number(value: Any) -> bool:
-    # json.load reads NaN and Infinity; a NaN time would never age out of the window.
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-
-
 def _valid_points(points: Any) -> bool:
     return isinstance(points, list) and all(
-        isinstance(p, list) and len(p) == 2 and all(map(_finite_number, p)) for p in points
+        isinstance(p, list) and len(p) == 2 and all(map(finite_number, p)) for p in points
     )
 
 
-def _drop_malformed(windows: dict[str, Any]) -> None:
-    """State written by another version or damaged by hand: keep only well-formed windows."""
-    for path in list(windows):
-        entry = windows[path]
-        if not isinstance(entry, dict) or not all(_valid_points(v) for v in entry.values()):
-            del windows[path]
+# One state entry per mount: {"avail": [[t, value], ...], "inodes": [...]}.
+_valid_windows = dict_of(_valid_points)

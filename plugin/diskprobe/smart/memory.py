@@ -15,6 +15,7 @@ from typing import Any
 from diskprobe.smart.model import DriveHealth
 from diskprobe.smart.verdict import BACKBLAZE_FIVE
 from diskprobe.state import StateStore
+from diskprobe.state_sections import dict_of, plain_int
 
 PLACEHOLDER_SERIAL = re.compile(
     r"^(redacted|[x0*?.\-\s]+|n/?a|none|unknown|yes|default|to be filled.*)$", re.IGNORECASE
@@ -22,10 +23,15 @@ PLACEHOLDER_SERIAL = re.compile(
 IDENTITY = ("model", "serial", "protocol", "media")
 
 
+def _text(value: Any) -> bool:
+    return isinstance(value, str)
+
+
 class DriveMemory:
     def __init__(self, state: StateStore) -> None:
-        self._baselines: dict[str, Any] = state.section("smart_baselines")
-        self._last: dict[str, Any] = state.section("smart_last")
+        # "model|serial" -> {counter: first value}; device tag -> {identity key: text}
+        self._baselines: dict[str, Any] = state.section("smart_baselines", dict_of(plain_int))
+        self._last: dict[str, Any] = state.section("smart_last", dict_of(_text))
 
     def remember_identity(self, health: DriveHealth) -> None:
         """Store an awake drive's identity; fill a silent one's from what was stored."""

@@ -184,6 +184,10 @@ class StatfsProber:
                 # New, or a stuck mount whose old call has returned: probe it afresh.
                 self._pending.pop(path, None)
                 calls[path] = self._backend.start(path)
+        if len(self._pending) > len(paths):  # answered calls of mounts that left the table
+            wanted = set(paths)
+            self._pending = {p: c for p, c in self._pending.items()
+                             if p in wanted or not c.done.is_set()}  # fmt: skip
         deadline = time.monotonic() + self.timeout
         for path, call in calls.items():
             if call.done.wait(max(0.0, deadline - time.monotonic())):
