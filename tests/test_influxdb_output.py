@@ -63,8 +63,15 @@ def test_spool_bound_drops_oldest_and_counts_their_points(tmp_path: Path) -> Non
     spool = Spool(str(tmp_path), size * 2, log)
     for tag in "abcd":
         spool.append(batch(tag, 3))
-    assert [data for _, data in spool.take(10**6)] == [batch("c", 3), batch("d", 3)]
-    assert spool.take_dropped() == 6 and spool.take_dropped() == 0
+    taken = spool.take(10**6)
+    assert [data for _, data in taken] == [batch("c", 3), batch("d", 3)]
+    # Offered again until a batch carrying the count is stored, then kept until it is delivered.
+    assert spool.take_dropped() == 6 and spool.take_dropped() == 6
+    spool.done([seq for seq, _ in taken], delivered=True)
+    spool.append(batch("e", 1))
+    assert spool.take_dropped() == 0 and spool.unreported_drops() == 6
+    spool.done([seq for seq, _ in spool.take(10**6)], delivered=True)
+    assert spool.unreported_drops() == 0
     drops = [line for line in stream.getvalue().splitlines() if "dropped the oldest" in line]
     assert len(drops) == 2 and all(line.startswith("E! ") for line in drops)
 

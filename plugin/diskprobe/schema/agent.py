@@ -32,7 +32,7 @@ AGENT = MeasurementSpec(
             "dropped_points",
             "int",
             "count",
-            "Points dropped since the previous batch: spool full, refused by the server (400/413/422) or spool unwritable (output kind = influxdb; output collector only).",
+            "Points dropped (spool full, refused by the server with 400/413/422, spool unwritable) and not yet reported by a delivered batch; summed over the batches the server received it is exactly the number of points lost (output kind = influxdb; output collector only).",
         ),
         _f(
             "spooled_points",

@@ -3,8 +3,10 @@
 write() stores the batch in the spool (fsync + rename) and returns: the loop never waits on
 the network. A sender thread replays the spool oldest first, several batches per gzip'd
 request, and deletes them only after the server acknowledged them (HTTP 204). A failed
-request is retried after an exponential backoff (1 s doubling to 30 s, with jitter); 400/413/
-422 answers mean the server will never accept the batch: it is dropped and counted.
+request is retried after an exponential backoff (1 s doubling to 30 s, with jitter), or later
+if a 429/503 answer's Retry-After asks for it (sinks/retry.py); 400/413/422 answers mean the
+server will never accept the batch: it is dropped and counted (sinks/ledger.py: a count is
+reported until a batch carrying it is delivered).
 Delivery is at-least-once: a request the server applied whose answer was lost is sent again.
 """
 
@@ -13,11 +15,13 @@ from __future__ import annotations
 import os
 import random
 import threading
+import time
 from typing import Any, Callable, Mapping
 
 from diskprobe.collectors.base import Collection
 from diskprobe.config import ConfigError, OutputConfig
 from diskprobe.log import Logger
+from diskprobe.sinks.retry import RETRY_AFTER_MAX, retry_after
 from diskprobe.sinks.spool import Spool, SpoolLocked
 
 BACKOFF_FIRST, BACKOFF_MAX = 1.0, 30.0
@@ -35,12 +39,6 @@ def read_token(config: OutputConfig, env: Mapping[str, str]) -> str:
                 f"[output] token_file {config.token_file}: {error.strerror or error}"
             ) from None
     return env.get("INFLUX_TOKEN", "").strip()
-
-
-def validate(config: OutputConfig) -> None:
-    missing = [name for name in ("url", "bucket") if not getattr(config, name)]
-    if missing:
-        raise ConfigError(f'[output] kind = "influxdb" needs {" and ".join(missing)}')
 
 
 def _default_client(config: OutputConfig, token: str) -> Callable[[bytes], None]:
@@ -77,7 +75,7 @@ class InfluxDBOutput:
         send: Callable[[bytes], None] | None = None,
         start: bool = True,
     ) -> None:
-        validate(config)
+        # The config was checked at load (config_checks.check_config: url, bucket, token_file).
         self._token = read_token(config, os.environ if env is None else env)
         self._log = log
         self._timeout = config.timeout
@@ -91,6 +89,7 @@ class InfluxDBOutput:
         self._wake = threading.Event()
         self._stopping = threading.Event()
         self.backoff = 0.0  # seconds to wait before the next attempt; 0: healthy
+        self.retry_after = 0.0  # the server's Retry-After for the next attempt, if longer
         self._failing = False
         self._thread = threading.Thread(target=self._run, name="influxdb-sender", daemon=True)
         if start:
@@ -154,7 +153,7 @@ class InfluxDBOutput:
             self._failing = False
             self._log.forget("influxdb-down")
             self._log.info("output influxdb: server reachable again; replaying the spool")
-        self.backoff = 0.0
+        self.backoff = self.retry_after = 0.0
         return None
 
     def _describe(self, error: BaseException) -> str:
@@ -165,17 +164,29 @@ class InfluxDBOutput:
     def _fail(self, error: BaseException) -> None:
         self._failing = True
         self.backoff = min(BACKOFF_MAX, max(BACKOFF_FIRST, self.backoff * 2))
+        asked = retry_after(error, time.time())
+        self.retry_after = asked or 0.0
+        if asked == RETRY_AFTER_MAX:
+            self._log.warn_once(
+                "influxdb-retry-after",
+                f"output influxdb: the server asked to wait {RETRY_AFTER_MAX:g}s or longer "
+                f"(Retry-After); waiting at most {RETRY_AFTER_MAX:g}s",
+            )
         self._log.warn_once(
             "influxdb-down",
             f"output influxdb: write failed ({self._describe(error)}); spooling batches in "
             f"{self.spool.directory} and retrying with backoff",
         )
-        self._log.debug(f"output influxdb: retry in {self.backoff:g}s")
+        self._log.debug(f"output influxdb: retry in {self.delay():g}s (+ jitter)")
+
+    def delay(self) -> float:
+        """Seconds before the next attempt, before jitter: the backoff or the server's wish."""
+        return max(self.backoff, self.retry_after)
 
     def _run(self) -> None:
         while not self._stopping.is_set():
-            if self.backoff:
-                self._stopping.wait(self.backoff * random.uniform(1.0, 1.2))
+            if self.backoff:  # close() sets _stopping: a long Retry-After never delays exit
+                self._stopping.wait(self.delay() * random.uniform(1.0, 1.2))
             else:
                 self._wake.wait()
             self._wake.clear()

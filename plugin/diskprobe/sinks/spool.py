@@ -12,12 +12,12 @@ import contextlib
 import fcntl
 import os
 import re
-import tempfile
 import threading
 from dataclasses import dataclass
-from typing import IO
 
+from diskprobe import files
 from diskprobe.log import Logger
+from diskprobe.sinks.ledger import DropLedger
 
 _NAME = re.compile(r"^(\d{20})\.lp$")
 
@@ -45,17 +45,19 @@ class Spool:
         self._lock = threading.Lock()
         self._entries: dict[int, Entry] = {}  # insertion order == seq order
         self._busy: set[int] = set()  # being sent: never dropped under the sender's feet
-        self.dropped_points = 0  # since the last take_dropped()
         os.makedirs(directory, mode=0o700, exist_ok=True)
-        self._lockfile: IO[bytes] | None = open(  # noqa: SIM115 - held open: the flock lives as long as the file
-            os.path.join(directory, ".lock"), "ab"
-        )
+        problem = files.private_dir_problem(directory)
+        if problem is not None:  # another user could plant batches (or links) there
+            raise files.UnsafeFile(directory, problem)
+        # Held open: the flock lives as long as the descriptor.
+        self._lockfile: int | None = files.open_lock(os.path.join(directory, ".lock"))
         try:
-            fcntl.flock(self._lockfile.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(self._lockfile, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
-            self._lockfile.close()
+            os.close(self._lockfile)
             raise SpoolLocked(f"{directory} is in use by another diskprobe") from None
         self._scan()
+        self._ledger = DropLedger(directory, log, self._entries)
 
     def _path(self, seq: int) -> str:
         return os.path.join(self.directory, f"{seq:020d}.lp")
@@ -72,10 +74,9 @@ class Spool:
             if match is None:
                 continue
             try:
-                with open(path, "rb") as handle:
-                    data = handle.read()
+                data = files.read_regular(path)  # a planted link is never followed, never sent
             except OSError as error:
-                self._log.warn(f"output spool: cannot read {name}: {error.strerror}; skipped")
+                self._log.warn(f"output spool: {name} skipped: {error.strerror}")
                 continue
             found.append(Entry(int(match.group(1)), len(data), count_points(data)))
         for entry in sorted(found, key=lambda item: item.seq):
@@ -92,19 +93,10 @@ class Spool:
         with self._lock:
             seq = self._next
             self._next += 1
-        handle, temp = tempfile.mkstemp(prefix=".spool.", suffix=".tmp", dir=self.directory)
-        try:
-            with os.fdopen(handle, "wb") as out:
-                out.write(data)
-                out.flush()
-                os.fsync(out.fileno())
-            os.replace(temp, self._path(seq))
-        except BaseException:
-            if os.path.exists(temp):
-                os.unlink(temp)
-            raise
+        files.atomic_write(self._path(seq), data, 0o600, fsync=True, prefix=".spool.")
         with self._lock:
             self._entries[seq] = Entry(seq, len(data), count_points(data))
+            self._ledger.stored(seq)  # under the lock: the sender cannot deliver it before
             self._enforce_bound()
 
     def _enforce_bound(self) -> None:
@@ -114,9 +106,9 @@ class Spool:
                 return
             if entry.seq in self._busy or len(self._entries) == 1:
                 continue  # in flight, or the newest batch alone is larger than the bound
+            self._ledger.dropped(entry.seq, entry.points)  # recorded first: never undercounted
             self._remove(entry.seq)
             total -= entry.size
-            self.dropped_points += entry.points
             self._log.error(
                 f"output spool: full ({self.max_bytes} bytes); dropped the oldest batch "
                 f"#{entry.seq} ({entry.points} points)"
@@ -141,8 +133,7 @@ class Spool:
         batches: list[tuple[int, bytes]] = []
         for seq in chosen:
             try:
-                with open(self._path(seq), "rb") as handle:
-                    batches.append((seq, handle.read()))
+                batches.append((seq, files.read_regular(self._path(seq))))
             except OSError as error:
                 self._log.error(f"output spool: batch #{seq} unreadable ({error}); dropped")
                 self.done([seq], delivered=False)
@@ -157,8 +148,10 @@ class Spool:
                 if entry is None:
                     continue
                 if not delivered:
-                    self.dropped_points += entry.points
+                    self._ledger.dropped(seq, entry.points)
                 self._remove(seq)
+            if delivered:
+                self._ledger.delivered(seqs)
 
     def release(self, seqs: list[int]) -> None:
         """A send failed and will be retried: the batches stay, droppable again."""
@@ -175,18 +168,23 @@ class Spool:
             return len(self._entries)
 
     def lost(self, data: bytes) -> int:
-        """Count a batch that could not be stored at all as dropped."""
+        """Count a batch that could not be stored at all (and the count it carried) as dropped."""
         points = count_points(data)
         with self._lock:
-            self.dropped_points += points
+            self._ledger.lost(points)
         return points
 
     def take_dropped(self) -> int:
+        """The dropped points the next batch reports; counted until that batch is delivered."""
         with self._lock:
-            dropped, self.dropped_points = self.dropped_points, 0
-            return dropped
+            return self._ledger.offer()
+
+    def unreported_drops(self) -> int:
+        """Dropped points not yet in a delivered batch (pending, offered or carried)."""
+        with self._lock:
+            return self._ledger.unreported()
 
     def close(self) -> None:
         if self._lockfile is not None:
-            self._lockfile.close()  # releases the flock
+            os.close(self._lockfile)  # releases the flock
             self._lockfile = None
