@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import os
 import threading
 from pathlib import Path
 
@@ -36,11 +37,24 @@ class Counting:
         return Collection(metrics=[metric], items=1)
 
 
+class _BytesOutput:
+    """StreamOutput's contract (UTF-8 bytes, one write per batch) on an in-memory buffer."""
+
+    def __init__(self, out: io.BytesIO) -> None:
+        self._out = out
+
+    def write(self, text: str) -> None:
+        self._out.write(text.encode("utf-8"))
+
+    def close(self) -> None:
+        pass
+
+
 def _runtime(
     collectors: list[Counting], wall: list[float]
 ) -> tuple[Runtime, io.BytesIO, io.StringIO]:
     out, err = io.BytesIO(), io.StringIO()
-    output = StreamOutput(out)
+    output = _BytesOutput(out)
     runtime = Runtime(
         collectors, InfluxSerializer(), output, Logger(err), 10.0, wall=lambda: wall[0]
     )
@@ -81,7 +95,7 @@ def test_next_aligned(now: float, interval: float, expected: float) -> None:
 
 
 def test_stdin_lines_gather_and_eof_stops() -> None:
-    read_fd, write_fd = __import__("os").pipe()
+    read_fd, write_fd = os.pipe()
     reader = open(read_fd, encoding="utf-8")  # noqa: SIM115 - owned by the watcher thread
     runtime, _, _ = _runtime([Counting("io")], [0.0])
     thread: threading.Thread = watch_stdin(reader, runtime.events)
@@ -99,3 +113,15 @@ def test_textfile_output_replaces_the_file_atomically(tmp_path: Path) -> None:
     assert target.read_text() == "b 2\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["diskprobe.prom"]
     assert oct(target.stat().st_mode & 0o777) == "0o644"
+
+
+def test_stream_output_writes_every_byte_to_a_descriptor() -> None:
+    read_fd, write_fd = os.pipe()
+    batch = "".join(f"m,i={i} v={i}i {i}\n" for i in range(2000))  # several PIPE_BUF chunks
+    with open(read_fd, "rb") as reader:
+        writer = threading.Thread(target=StreamOutput(write_fd).write, args=(batch,))
+        writer.start()
+        received = reader.read(len(batch))
+        writer.join(5)
+    os.close(write_fd)
+    assert received.decode() == batch

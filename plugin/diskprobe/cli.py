@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import gc
 import os
-import signal
 import stat
 import sys
 import time
@@ -20,20 +18,19 @@ from diskprobe.collectors.io import IoCollector
 from diskprobe.collectors.pressure import PressureCollector
 from diskprobe.collectors.process_io import ProcessIoCollector
 from diskprobe.collectors.smart import SmartCollector
-from diskprobe.config import AgentConfig, ConfigError, load_config, with_overrides
-from diskprobe.durations import parse_duration
+from diskprobe.config import AgentConfig, ConfigError, load_config
+from diskprobe.lifecycle import install_signal_handlers, plug_closed_std_fds, stdout_problem
 from diskprobe.log import Logger
-from diskprobe.outputs import Output, OutputClosed, StreamOutput, TextfileOutput
+from diskprobe.outputs import Output, OutputClosed, OutputFailed, StreamOutput, TextfileOutput
 from diskprobe.roots import HostRoots
-from diskprobe.runtime import STOP, Runtime, watch_stdin
+from diskprobe.runtime import STOP, Events, Runtime, watch_stdin
 from diskprobe.sample_config import render_sample_config
 from diskprobe.serializers import FORMATS, make_serializer
-from diskprobe.serializers.collectd import collectd_interval
 from diskprobe.sinks.influxdb import InfluxDBOutput, OutputStatsCollector
-from diskprobe.sinks.influxdb import validate as validate_influxdb
 from diskprobe.state import StateStore
 
 ONCE_DEFAULT_INTERVAL = 1.0
+DEFAULT_GC_THRESHOLD = (700, 10, 10)  # CPython's own; set again in case an embedder changed it
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -42,8 +39,11 @@ def _parser() -> argparse.ArgumentParser:
         description="Disk I/O, filesystem and SMART probe for Telegraf execd / collectd exec.",
     )
     parser.add_argument(
-        "command", nargs="?", choices=("doctor",), help="doctor: check the set-up and exit"
-    )
+        "command", nargs="?", choices=("doctor", "sudoers"),
+        help="doctor: check the set-up and exit; sudoers: print the sudoers file for this host",
+    )  # fmt: skip
+    parser.add_argument("--user", action="append", metavar="NAME",
+                        help="sudoers: the agent's user (repeatable; default: telegraf)")
     parser.add_argument("--config", metavar="FILE", help="TOML configuration file")
     parser.add_argument("--once", action="store_true", help="two samples, one batch, exit")
     parser.add_argument("--interval", metavar="DURATION", help='e.g. "10s" (overrides config)')
@@ -64,35 +64,15 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _load(args: argparse.Namespace) -> AgentConfig:
-    config = load_config(args.config) if args.config else AgentConfig()
-    interval = None
-    if args.interval is not None:
-        try:
-            interval = parse_duration(args.interval)
-        except ValueError as error:
-            raise ConfigError(f"--interval: {error}") from None
-        if interval <= 0:
-            raise ConfigError("--interval must be longer than zero")
-    elif args.once:
-        interval = ONCE_DEFAULT_INTERVAL
-    elif (args.format or config.format) == "collectd" and config.interval == AgentConfig.interval:
-        interval = collectd_interval(os.environ)  # collectd's Interval replaces the 10s default
-    flags = {"kind": args.output, "url": args.url, "org": args.org, "bucket": args.bucket,
-             "token_file": args.token_file}  # fmt: skip
-    output = dataclasses.replace(config.output, **{k: v for k, v in flags.items() if v is not None})
-    if output.kind == "influxdb":
-        validate_influxdb(output)
-        if (args.format or config.format) != "influx" or (args.textfile or config.textfile):
-            raise ConfigError('[output] kind = "influxdb" needs format = "influx" and no textfile')
-    return with_overrides(
-        config,
-        output=output,
-        interval=interval,
-        trigger=args.trigger,
-        format=args.format,
-        debug=args.debug,
-        textfile=args.textfile,
-    )
+    """The configuration: file, then flags, through the same checks (config_checks.py)."""
+    once = ONCE_DEFAULT_INTERVAL if args.once and args.interval is None else None
+    flags = [("--interval", "interval", args.interval), ("--once", "interval", once),
+             ("--trigger", "trigger", args.trigger), ("--format", "format", args.format),
+             ("--textfile", "textfile", args.textfile), ("--debug", "debug", args.debug),
+             ("--output", "output.kind", args.output), ("--url", "output.url", args.url),
+             ("--org", "output.org", args.org), ("--bucket", "output.bucket", args.bucket),
+             ("--token-file", "output.token_file", args.token_file)]  # fmt: skip
+    return load_config(args.config, flags, os.environ)
 
 
 def build_collectors(
@@ -114,27 +94,34 @@ def build_collectors(
     return collectors
 
 
-def _install_signal_handlers(runtime: Runtime) -> None:
-    def _stop(_signum: int, _frame: object) -> None:
-        runtime.events.put(STOP)
-
-    signal.signal(signal.SIGTERM, _stop)
-    signal.signal(signal.SIGINT, _stop)
-
-
 def _silence_stdout() -> None:
-    # After EPIPE the interpreter's final flush of stdout would fail again: point it at /dev/null.
+    # After EPIPE anything still bound for stdout would fail again: point it at /dev/null.
     try:
         devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
+        os.dup2(devnull, 1)
     except OSError:
         pass
 
 
-def _output(config: AgentConfig, log: Logger) -> Output:
+def _output(config: AgentConfig, log: Logger, events: Events) -> Output:
     if config.output.kind == "influxdb":
         return InfluxDBOutput(config.output, log)
-    return TextfileOutput(config.textfile) if config.textfile else StreamOutput(sys.stdout.buffer)
+    if config.textfile:
+        return TextfileOutput(config.textfile, log)
+    return StreamOutput(1, stopping=lambda: events.stopping)  # fd 1 itself: see StreamOutput
+
+
+def _uses_stdout(config: AgentConfig) -> bool:
+    return config.output.kind != "influxdb" and not config.textfile
+
+
+def freeze_startup_objects() -> None:
+    """Start-up objects live forever: keep them out of the collector's scans. The
+    thresholds stay Python's: a loop allocates about as much as it frees, so a raised gen-0
+    threshold (50,000 was tried) is reached only after hours, and cyclic garbage (json's
+    encoder closures, a caught exception with its frames) piled up until then, as RSS."""
+    gc.freeze()
+    gc.set_threshold(*DEFAULT_GC_THRESHOLD)
 
 
 def stdin_is_a_channel() -> bool:
@@ -151,7 +138,8 @@ def stdin_is_a_channel() -> bool:
 def run(config: AgentConfig, once: bool, log: Logger) -> int:
     roots = HostRoots.from_env(os.environ)
     state = StateStore(config.state_file, log, config.state_save_interval)
-    output = _output(config, log)
+    events = Events()
+    output = _output(config, log, events)
     collectors = build_collectors(config, roots, log, state, once)
     if isinstance(output, InfluxDBOutput):
         collectors.append(OutputStatsCollector(output))
@@ -167,18 +155,17 @@ def run(config: AgentConfig, once: bool, log: Logger) -> int:
         log,
         config.interval,
         state,
+        events=events,
     )
+    if not once:  # from here a stop request is served in order, with the state saved
+        install_signal_handlers(events)
     try:
         runtime.prime()
-        # Start-up objects live forever: keep them out of the collector's scans, and let
-        # the thousands of short-lived dicts of a big batch die young without a scan each.
-        gc.freeze()
-        gc.set_threshold(50_000, 20, 20)
+        freeze_startup_objects()
         if once:
             time.sleep(config.interval)
             runtime.emit(runtime.gather())
             return 0
-        _install_signal_handlers(runtime)
         if config.format != "collectd" and stdin_is_a_channel():
             watch_stdin(sys.stdin, runtime.events)
         log.info(
@@ -189,6 +176,9 @@ def run(config: AgentConfig, once: bool, log: Logger) -> int:
             runtime.run_stdin()
         else:
             runtime.run_interval()
+        if events.why.get(STOP) == "SIGHUP":
+            log.info("SIGHUP: saving the state and stopping (no in-place reload: "
+                     "the supervisor's restart re-reads the config)")  # fmt: skip
         return 0
     finally:
         runtime.close()
@@ -197,7 +187,12 @@ def run(config: AgentConfig, once: bool, log: Logger) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    closed = plug_closed_std_fds()  # before anything opens a file that could become fd 1
     log = Logger()
+    problem = stdout_problem(closed)
+    if problem and (args.sample_config or args.command in ("doctor", "sudoers")):
+        log.error(f"{problem}: nowhere to print to")
+        return 1
     if args.sample_config:
         sys.stdout.write(render_sample_config())
         return 0
@@ -212,11 +207,21 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return run_doctor(config, args.config or "built-in defaults", sys.stdout,
                           lambda: Logger(debug=config.debug))  # fmt: skip
+    if args.command == "sudoers":
+        from diskprobe.sudoers import DEFAULT_USERS, run_sudoers
+
+        return run_sudoers(config.smart, args.user or list(DEFAULT_USERS), sys.stdout, log)
+    if problem and _uses_stdout(config):
+        log.error(f"{problem}: nowhere to write metrics; exiting")
+        return 1
     try:
         return run(config, args.once, log)
     except OutputClosed:
         _silence_stdout()
         return 0
+    except OutputFailed as error:  # /dev/full, EIO (terminal gone), ...: not a quiet EPIPE
+        log.error(f"{error}; exiting")
+        return 1
     except ConfigError as error:  # found while opening the output: token file, spool lock
         log.error(f"config: {error}")
         return 2

@@ -3,12 +3,29 @@
 from __future__ import annotations
 
 import os
-import tempfile
-from typing import BinaryIO, Protocol
+import select
+import time
+from typing import Callable, Protocol
+
+from diskprobe import files
+from diskprobe.log import Logger
+
+# A pipe write of at most PIPE_BUF bytes is atomic (POSIX): the reader gets all of it or none.
+PIPE_BUF = select.PIPE_BUF
+POLL_SLICE_MS = 50  # how often a blocked write looks at the stop flag
+LINE_GRACE_SEC = 0.5  # on a stop, how long a half-written line may take to finish
 
 
 class OutputClosed(Exception):
     """stdout is gone (EPIPE): Telegraf stopped reading; exit quietly."""
+
+
+class OutputFailed(Exception):
+    """stdout cannot take metrics (ENOSPC, EBADF, EIO, not open): one E! line, exit 1."""
+
+
+class OutputInterrupted(Exception):
+    """A stop was requested while the reader was not reading: the rest of the batch is dropped."""
 
 
 class Output(Protocol):
@@ -18,42 +35,90 @@ class Output(Protocol):
 
 
 class StreamOutput:
-    """One write and one flush per batch, so the reader never sees half a batch."""
+    """Writes batches to a file descriptor (stdout) so that the reader only sees whole lines.
 
-    def __init__(self, stream: BinaryIO) -> None:
-        self._stream = stream
+    Each write(2) carries whole lines, at most PIPE_BUF bytes, and is made once poll(2) says
+    the descriptor is writable: on a pipe such a write neither blocks nor splits, so whatever
+    the reader has received ends with a newline at every moment. While the reader does not
+    drain, the writer waits in short slices and checks `stopping`; on a stop it drops the
+    rest of the batch at a line boundary (OutputInterrupted), so the process can exit on time
+    without leaving half a line for the reader to parse. Only a line longer than PIPE_BUF, or
+    a tty or socket that took part of a write, can be caught mid-line: that line gets
+    LINE_GRACE_SEC to finish before it is abandoned too.
+    """
+
+    def __init__(self, fd: int, stopping: Callable[[], bool] = lambda: False) -> None:
+        self._fd = fd
+        self._stopping = stopping
+        self._poll = select.poll()
+        self._poll.register(fd, select.POLLOUT)
 
     def write(self, text: str) -> None:
-        if not text:
-            return
+        data = text.encode("utf-8")
+        offset, grace_end = 0, float("inf")
+        while offset < len(data):
+            if self._poll.poll(POLL_SLICE_MS):
+                offset += self._write_lines(data, offset)
+            elif self._stopping():
+                # A line boundary: stop now. Mid-line: give the reader a moment to drain.
+                if offset == 0 or data[offset - 1] == 0x0A:
+                    raise OutputInterrupted(_unwritten(data, offset, whole=True))
+                grace_end = min(grace_end, time.monotonic() + LINE_GRACE_SEC)
+                if time.monotonic() >= grace_end:
+                    raise OutputInterrupted(_unwritten(data, offset, whole=False))
+
+    def _write_lines(self, data: bytes, offset: int) -> int:
+        end = data.rfind(b"\n", offset, offset + PIPE_BUF) + 1
+        if end <= offset:  # one line longer than PIPE_BUF: it has to go in pieces
+            end = min(offset + PIPE_BUF, len(data))
         try:
-            self._stream.write(text.encode("utf-8"))
-            self._stream.flush()
+            return os.write(self._fd, memoryview(data)[offset:end])
+        except BlockingIOError:  # O_NONBLOCK set by whoever shares the descriptor
+            return 0
         except BrokenPipeError:
             raise OutputClosed() from None
+        except OSError as error:
+            raise OutputFailed(f"stdout: cannot write metrics: {error}") from None
 
     def close(self) -> None:
         pass
 
 
-class TextfileOutput:
-    """node_exporter's textfile collector reads whole files: write a temp file, rename it."""
+def _unwritten(data: bytes, offset: int, whole: bool) -> str:
+    lost, total = data.count(b"\n", offset), data.count(b"\n")
+    tail = "" if whole else "; the reader got the start of a line with no end"
+    return f"{lost} of {total} lines of the last batch not written{tail}"
 
-    def __init__(self, path: str) -> None:
+
+class TextfileOutput:
+    """node_exporter's textfile collector reads whole files: write a temp file, rename it.
+
+    The directory may be shared (node_exporter's, other users'): files.atomic_write never
+    follows or chmods a name someone swapped. A missing, full, read-only or forbidden
+    directory costs the batch, never the process: one E! per distinct error, I! on recovery.
+    """
+
+    def __init__(self, path: str, log: Logger | None = None) -> None:
         self.path = path
+        self._log = log if log is not None else Logger()
+        self._failing: str | None = None  # the error last logged, until a write works
 
     def write(self, text: str) -> None:
-        directory = os.path.dirname(os.path.abspath(self.path))
-        handle, temp = tempfile.mkstemp(prefix=".diskprobe.", suffix=".tmp", dir=directory)
         try:
-            with os.fdopen(handle, "w", encoding="utf-8") as out:
-                out.write(text)
-            os.chmod(temp, 0o644)  # node_exporter often runs as another user
-            os.replace(temp, self.path)
-        except BaseException:
-            if os.path.exists(temp):
-                os.unlink(temp)
-            raise
+            # 0644: node_exporter often runs as another user. No fsync: after a crash an
+            # older complete file is as good as the newest for a scrape.
+            files.atomic_write(self.path, text.encode("utf-8"), 0o644)
+        except OSError as error:
+            problem = error.strerror or str(error)  # no temp name: it differs every batch
+            if isinstance(error, files.UnsafeFile):
+                problem = f"its temp file {problem}"
+            if problem != self._failing:
+                self._failing = problem
+                self._log.error(f"textfile: cannot write {self.path}: {problem}; batch dropped")
+            return
+        if self._failing is not None:
+            self._failing = None
+            self._log.info(f"textfile: writing {self.path} works again")
 
     def close(self) -> None:
         pass

@@ -13,12 +13,41 @@ from diskprobe import __version__
 from diskprobe.collectors.base import Collection, Collector
 from diskprobe.log import Logger
 from diskprobe.metric import Metric
-from diskprobe.outputs import Output
+from diskprobe.outputs import Output, OutputInterrupted
 from diskprobe.serializers import Serializer
 from diskprobe.state import StateStore
 
 AGENT_MEASUREMENT = "diskprobe_agent"
-GATHER, STOP = "gather", "stop"
+GATHER, STOP, SAVE = "gather", "stop", "save"
+
+
+class Events:
+    """The loop's inbox: GATHER (a stdin line), STOP, SAVE (save the state now).
+
+    put() is called from signal handlers, which run in the main thread between any two
+    bytecodes, possibly while the main thread is inside get(): hence SimpleQueue, whose put
+    is reentrant (queue.Queue's lock is not), and plain attributes rather than an Event.
+    `stopping` lets a blocked write see a stop without taking anything from the queue.
+    """
+
+    def __init__(self) -> None:
+        self._queue: queue.SimpleQueue[str] = queue.SimpleQueue()
+        self.stopping = False
+        self.why: dict[str, str] = {}  # event -> what asked for it last (a signal's name)
+
+    def put(self, event: str, why: str = "") -> None:
+        if why:
+            self.why[event] = why
+        if event == STOP:
+            self.stopping = True
+        self._queue.put(event)
+
+    def get(self, timeout: float | None = None) -> str:
+        """The next event; queue.Empty once `timeout` seconds passed without one."""
+        return self._queue.get(timeout=timeout)
+
+    def get_nowait(self) -> str:
+        return self._queue.get_nowait()
 
 
 @dataclass
@@ -45,6 +74,7 @@ class Runtime:
         interval: float,
         state: StateStore | None = None,
         wall: Callable[[], float] = time.time,
+        events: Events | None = None,
     ) -> None:
         self._scheduled = [_Scheduled(c, c.interval or interval) for c in collectors]
         self._serializer = serializer
@@ -54,7 +84,7 @@ class Runtime:
         self.tick = min((item.interval for item in self._scheduled), default=interval)
         self._wall = wall
         self._state = state
-        self.events: queue.Queue[str] = queue.Queue()
+        self.events = events if events is not None else Events()
 
     def prime(self) -> None:
         """Take a first sample where rates need one, so the first batch already has them."""
@@ -97,7 +127,10 @@ class Runtime:
         return metrics
 
     def emit(self, metrics: list[Metric]) -> None:
-        self._output.write(self._serializer.serialize(metrics))
+        try:
+            self._output.write(self._serializer.serialize(metrics))
+        except OutputInterrupted as dropped:  # stopping while the reader was not reading
+            self._log.warn(f"output: stopping with stdout blocked: {dropped}")
         if self._state is not None:
             self._state.save()
 
@@ -124,25 +157,43 @@ class Runtime:
             self.emit(self.gather(due_only=True))
 
     def _stop_requested(self, timeout: float) -> bool:
+        """Wait up to `timeout` for STOP, serving SAVE meanwhile; the queue is looked at even
+        when the time is already up (a batch longer than the interval, a tiny interval)."""
         deadline = time.monotonic() + timeout
-        while True:
+        while not self.events.stopping:
             remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                return False
             try:
-                event = self.events.get(timeout=remaining)
+                event = self.events.get(remaining) if remaining > 0 else self.events.get_nowait()
             except queue.Empty:
-                return False
-            if event == STOP:
-                return True
+                break
+            self._serve(event)
+        return self.events.stopping
 
     def run_stdin(self) -> None:
-        """signal = "STDIN": one batch per line Telegraf writes, until STOP."""
-        while self.events.get() == GATHER:
-            self.emit(self.gather())
+        """signal = "STDIN": one batch per line Telegraf writes, until STOP. Lines queued
+        while a batch ran do not delay a stop: the flag is checked before each batch."""
+        while not self.events.stopping:
+            event = self.events.get()
+            if event == GATHER and not self.events.stopping:
+                self.emit(self.gather())
+            else:
+                self._serve(event)
+
+    def _serve(self, event: str) -> None:
+        if event == SAVE:
+            self.save_now(self.events.why.get(SAVE, "request"))
+
+    def save_now(self, why: str) -> None:
+        """SIGUSR1/SIGUSR2: write the state file now (between batches, never inside one)."""
+        path = self._state.path if self._state is not None else None
+        if self._state is None or path is None:
+            self._log.info(f"{why}: no state file to save (state is kept in memory)")
+            return
+        self._state.save(force=True)
+        self._log.info(f"{why}: state saved to {path}")
 
 
-def watch_stdin(stream: TextIO, events: queue.Queue[str]) -> threading.Thread:
+def watch_stdin(stream: TextIO, events: Events) -> threading.Thread:
     """A daemon thread: GATHER for every line, STOP at EOF (Telegraf stops or reloads)."""
 
     def _read() -> None:
