@@ -6,6 +6,11 @@ import sys
 import threading
 from typing import TextIO
 
+# Once-only keys remembered at most: keys often carry a device, path or line, and those
+# churn for ever on a busy node (loop devices, containers). Past the limit the oldest key is
+# forgotten, so its message may appear once more: a repeat is better than unbounded memory.
+SEEN_LIMIT = 4096
+
 
 class Logger:
     """Writes one line per message to stderr; remembers keys of messages that must appear once."""
@@ -14,7 +19,7 @@ class Logger:
         self._stream = stream if stream is not None else sys.stderr
         self.debug_enabled = debug
         self._lock = threading.Lock()
-        self._seen: set[str] = set()
+        self._seen: dict[str, None] = {}  # an insertion-ordered set: the oldest goes first
 
     def _write(self, prefix: str, message: str) -> None:
         line = f"{prefix} {message}".replace("\n", " ") + "\n"
@@ -43,13 +48,15 @@ class Logger:
         with self._lock:
             if key in self._seen:
                 return False
-            self._seen.add(key)
+            if len(self._seen) >= SEEN_LIMIT:
+                del self._seen[next(iter(self._seen))]
+            self._seen[key] = None
             return True
 
     def forget(self, key: str) -> None:
         """Allow a once-only message to be logged again (the condition cleared)."""
         with self._lock:
-            self._seen.discard(key)
+            self._seen.pop(key, None)
 
     def warn_once(self, key: str, message: str) -> None:
         if self.first_time(key):

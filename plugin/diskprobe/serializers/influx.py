@@ -20,7 +20,10 @@ _MEASUREMENT = str.maketrans({",": "\\,", " ": "\\ ", "\n": "\\n", "\r": "\\r", 
 _KEY = str.maketrans({",": "\\,", "=": "\\=", " ": "\\ ", "\n": "\\n", "\r": "\\r", "\t": "\\t"})
 _BACKSLASH_BEFORE_SEPARATOR = re.compile(r"\\+(?=[ ,=]|$)")
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
-CACHE_LIMIT = 50_000
+# The head cache holds this many entries at least, or twice the largest batch: a few times
+# what is live, so names that churn (pids, pods, loop devices) are dropped in bulk now and then
+# instead of piling up (a fixed 50,000 held ~20 MB of dead tag sets on a churning node).
+CACHE_FLOOR = 4096
 
 
 def escape_measurement(name: str) -> str:
@@ -59,10 +62,12 @@ class InfluxSerializer:
     def __init__(self) -> None:
         self._heads: dict[tuple[object, ...], str] = {}
         self._field_keys: dict[str, str] = {}
+        self._cache_limit = CACHE_FLOOR
 
     def serialize(self, metrics: Iterable[Metric]) -> str:
         lines = [line for line in map(self.line, metrics) if line]
-        if len(self._heads) > CACHE_LIMIT:
+        self._cache_limit = max(self._cache_limit, 2 * len(lines))
+        if len(self._heads) > self._cache_limit:
             self._heads.clear()
         return "\n".join(lines) + "\n" if lines else ""
 
