@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Iterator
 
 from diskprobe.roots import HostRoots
+from diskprobe.sources.u64 import parse_u64
 
 DevNo = tuple[int, int]
 # Counter order in every tuple below; v1 has no discard column (4 values, not 5).
@@ -27,21 +28,9 @@ class Hierarchy:
     root: str
 
 
-U64_LIMIT = 1 << 64  # kernel counters are u64: a bigger number is no counter
-
-
-def _counter(text: str) -> int | None:
-    """A u64 counter as the kernel prints it (ASCII digits); None for anything else
-    ("1e400", "-5", "x", 400 digits: the float maths of rates would overflow on those)."""
-    if not (text.isascii() and text.isdigit()) or len(text) > 20:
-        return None
-    value = int(text)
-    return value if value < U64_LIMIT else None
-
-
 def _devno(text: str) -> DevNo | None:
     major, sep, minor = text.partition(":")
-    if not sep or _counter(major) is None or _counter(minor) is None:
+    if not sep or parse_u64(major) is None or parse_u64(minor) is None:
         return None
     return int(major), int(minor)
 
@@ -57,7 +46,7 @@ def parse_io_stat(text: str, rejected: list[str] | None = None) -> dict[DevNo, t
         if devno is None:
             continue
         values = dict(part.partition("=")[::2] for part in parts[1:])
-        counters = tuple(_counter(values.get(key) or "0") for key in V2_KEYS)
+        counters = tuple(parse_u64(values.get(key) or "0") for key in V2_KEYS)
         if None not in counters:  # a bad value drops its device's line, not the cgroup
             result[devno] = counters  # type: ignore[assignment]
         elif rejected is not None:
@@ -75,7 +64,7 @@ def parse_blkio_rwstat(text: str, rejected: list[str] | None = None) -> dict[Dev
     for line in text.splitlines():
         parts = line.split()
         devno = _devno(parts[0]) if len(parts) == 3 else None
-        value = _counter(parts[2]) if devno is not None else None
+        value = parse_u64(parts[2]) if devno is not None else None
         if devno is None or value is None:
             if devno is not None and rejected is not None:
                 rejected.append(line)

@@ -18,6 +18,7 @@ from typing import NamedTuple
 
 from diskprobe.log import Logger
 from diskprobe.roots import HostRoots
+from diskprobe.sources.u64 import U64_LIMIT
 
 # Indexes into DiskStat.counters (the kernel's order, see Documentation/admin-guide/iostats.rst).
 READS, READS_MERGED, READ_SECTORS, READ_MS = 0, 1, 2, 3
@@ -29,7 +30,6 @@ FLUSHES, FLUSH_MS = 15, 16
 BASE_STATS = 11
 WITH_DISCARDS = 15
 WITH_FLUSHES = 17
-U64_LIMIT = 1 << 64  # no kernel counter reaches it: a bigger number is corruption
 
 
 class DiskStat(NamedTuple):

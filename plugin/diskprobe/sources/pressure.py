@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from diskprobe.roots import HostRoots
+from diskprobe.sources.u64 import parse_u64
 
 
 @dataclass(frozen=True)
@@ -28,7 +29,6 @@ class Pressure:
 #   some avg10=0.00 avg60=0.00 avg300=0.00 total=0
 #   full avg10=0.00 avg60=0.00 avg300=0.00 total=0
 _KEYS = ("avg10", "avg60", "avg300", "total")
-U64_LIMIT = 1 << 64
 
 
 def _parse_line(words: list[str]) -> PsiLine | None:
@@ -46,9 +46,10 @@ def _parse_line(words: list[str]) -> PsiLine | None:
     # "total=1e400" or 400 digits (whose rate would overflow) are no PSI line.
     if not all(0.0 <= value <= 100.0 for value in averages):  # also False for NaN
         return None
-    if not (total.isascii() and total.isdigit() and len(total) <= 20 and int(total) < U64_LIMIT):
+    stall_us = parse_u64(total)
+    if stall_us is None:
         return None
-    return PsiLine(averages[0], averages[1], averages[2], int(total))
+    return PsiLine(averages[0], averages[1], averages[2], stall_us)
 
 
 def parse_pressure(text: str) -> Pressure | None:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import psutil
 
 from diskprobe.roots import HostRoots
+from diskprobe.sources.u64 import parse_u64
 
 CMDLINE_MAX = 256
 
@@ -36,7 +37,6 @@ class Scan:
 #   cancelled_write_bytes: 0            (one "name: value" per line)
 # None: no read_bytes in it (a kernel without task I/O accounting); MalformedIo: a value that is
 # no u64 counter ("read_bytes: x", 1e400, 400 digits): that process is left out, not the scan.
-U64_LIMIT = 1 << 64
 
 
 class MalformedIo(ValueError):
@@ -53,12 +53,10 @@ def parse_proc_io(data: bytes) -> tuple[int, int] | None:
             return None
         read, write = values[b"read_bytes:"], values[b"write_bytes:"]
     # Digits only: int() would also take "+5", "1_0" and " 5 "; the kernel prints %llu.
-    if not (read.isdigit() and write.isdigit() and len(read) < 21 and len(write) < 21):
+    read_bytes, write_bytes = parse_u64(read), parse_u64(write)
+    if read_bytes is None or write_bytes is None:
         raise MalformedIo(f"read_bytes {read[:40]!r}, write_bytes {write[:40]!r}")
-    counters = int(read), int(write)
-    if max(counters) >= U64_LIMIT:
-        raise MalformedIo(f"read_bytes {read!r}, write_bytes {write!r}: beyond 64 bits")
-    return counters
+    return read_bytes, write_bytes
 
 
 def scan_io(roots: HostRoots) -> Scan:
