@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import os
-import stat
 import sys
 from typing import Any
 
+from diskprobe import files
 from diskprobe.config_checks import ConfigError
 
 if sys.version_info >= (3, 11):
@@ -30,28 +29,15 @@ def parse_toml(text: str, source: str) -> dict[str, Any]:
 def read_config_file(path: str) -> str:
     """The file's text; a FIFO, device or directory is refused without blocking on it."""
     try:
-        handle = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        data = files.read_regular(path, CONFIG_MAX_BYTES, private=False)
+    except files.TooBig:
+        raise ConfigError(
+            f"{path}: cannot read config: larger than {CONFIG_MAX_BYTES} bytes"
+        ) from None
     except OSError as error:
         raise ConfigError(f"{path}: cannot read config: {error.strerror or error}") from None
     try:
-        if not stat.S_ISREG(os.fstat(handle).st_mode):
-            raise ConfigError(f"{path}: cannot read config: not a regular file")
-        chunks: list[bytes] = []
-        size = 0
-        while size <= CONFIG_MAX_BYTES:
-            chunk = os.read(handle, 65536)
-            if not chunk:
-                break
-            chunks.append(chunk)
-            size += len(chunk)
-    except OSError as error:
-        raise ConfigError(f"{path}: cannot read config: {error.strerror or error}") from None
-    finally:
-        os.close(handle)
-    if size > CONFIG_MAX_BYTES:
-        raise ConfigError(f"{path}: cannot read config: larger than {CONFIG_MAX_BYTES} bytes")
-    try:
-        text = b"".join(chunks).decode("utf-8")
+        text = data.decode("utf-8")
     except UnicodeDecodeError as error:
         raise ConfigError(f"{path}: not UTF-8 text (byte {error.start})") from None
     if not text.strip():

@@ -115,19 +115,23 @@ def atomic_write(
         os.close(fd)
 
 
-def read_regular(path: str, max_bytes: int | None = None) -> bytes:
-    """The content of a private regular file, without following a link; TooBig past max_bytes."""
+def read_regular(path: str, max_bytes: int | None = None, private: bool = True) -> bytes:
+    """The content of a regular file (never blocking on a FIFO); TooBig past max_bytes.
+
+    private (diskprobe's own files): a link is not followed and the file must be root's or
+    ours. Not private (the config an admin gives, often a link from config management):
+    links are followed and any owner is accepted."""
     try:
-        fd = os.open(path, _READ)
+        fd = os.open(path, _READ if private else _READ & ~os.O_NOFOLLOW)
     except OSError as error:
-        if error.errno == errno.ELOOP:
+        if error.errno == errno.ELOOP and private:
             raise UnsafeFile(path, "is a symlink; not followed") from None
         raise
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             raise UnsafeFile(path, "is not a regular file")
-        if not _trusted_owner(info.st_uid):
+        if private and not _trusted_owner(info.st_uid):
             raise UnsafeFile(path, f"is owned by uid {info.st_uid}")
         if max_bytes is not None and info.st_size > max_bytes:
             raise TooBig(path, max_bytes)
