@@ -113,7 +113,8 @@ class IoCollector:
         seen: set[str] = set()
         skipped: list[str] = []
         selected, previous, infos = self._selected, self._previous, self._info
-        for line in text.splitlines():
+        lines = text.splitlines()
+        for line in lines:
             parts = line.split(None, 3)
             if len(parts) != 4:
                 if line.strip():
@@ -153,8 +154,7 @@ class IoCollector:
             self._note_skipped(skipped)
         if (not seen and (skipped or not text.strip())) or self._unreadable:
             self._note_unreadable(bool(seen), len(skipped))
-        lines = text.count("\n")
-        if len(self._info) > 2 * len(seen) + 64 or len(self._selected) > 2 * lines + 64:
+        if len(self._info) > 2 * len(seen) + 64 or len(self._selected) > 2 * len(lines) + 64:
             # Devices come and go (loop, dm): forget the ones no longer present. Excluded
             # names (loop* by default) are only in _selected, so it is bounded on its own.
             self._info = {name: info for name, info in self._info.items() if name in seen}
