@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from diskprobe.cli import build_collectors
+from diskprobe.collectors.registry import build_collectors
 from diskprobe.collectors.smart import SmartCollector
 from diskprobe.config import (
     AgentConfig,

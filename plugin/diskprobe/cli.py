@@ -11,13 +11,8 @@ import time
 from typing import Sequence
 
 from diskprobe import __version__
-from diskprobe.collectors.base import Collector
-from diskprobe.collectors.cgroup_io import CgroupIoCollector
-from diskprobe.collectors.filesystems import FilesystemsCollector
-from diskprobe.collectors.io import IoCollector
-from diskprobe.collectors.pressure import PressureCollector
-from diskprobe.collectors.process_io import ProcessIoCollector
-from diskprobe.collectors.smart import SmartCollector
+from diskprobe.collectors.output_stats import OutputStatsCollector
+from diskprobe.collectors.registry import build_collectors
 from diskprobe.config import AgentConfig, ConfigError, load_config
 from diskprobe.lifecycle import install_signal_handlers, plug_closed_std_fds, stdout_problem
 from diskprobe.log import Logger
@@ -26,7 +21,7 @@ from diskprobe.roots import HostRoots
 from diskprobe.runtime import STOP, Events, Runtime, watch_stdin
 from diskprobe.sample_config import render_sample_config
 from diskprobe.serializers import FORMATS, make_serializer
-from diskprobe.sinks.influxdb import InfluxDBOutput, OutputStatsCollector
+from diskprobe.sinks.influxdb import InfluxDBOutput
 from diskprobe.state import StateStore
 
 ONCE_DEFAULT_INTERVAL = 1.0
@@ -73,25 +68,6 @@ def _load(args: argparse.Namespace) -> AgentConfig:
              ("--org", "output.org", args.org), ("--bucket", "output.bucket", args.bucket),
              ("--token-file", "output.token_file", args.token_file)]  # fmt: skip
     return load_config(args.config, flags, os.environ)
-
-
-def build_collectors(
-    config: AgentConfig, roots: HostRoots, log: Logger, state: StateStore, once: bool = False
-) -> list[Collector]:
-    collectors: list[Collector] = []
-    if config.io.enabled:
-        collectors.append(IoCollector(config.io, roots, log))
-    if config.filesystems.enabled:
-        collectors.append(FilesystemsCollector(config.filesystems, roots, log, state))
-    if config.smart.enabled:
-        collectors.append(SmartCollector(config.smart, log, state, blocking=once, roots=roots))
-    if config.pressure.enabled:
-        collectors.append(PressureCollector(config.pressure, roots, log))
-    if config.process_io.enabled:
-        collectors.append(ProcessIoCollector(config.process_io, roots, log))
-    if config.cgroup_io.enabled:
-        collectors.append(CgroupIoCollector(config.cgroup_io, roots, log))
-    return collectors
 
 
 def _silence_stdout() -> None:

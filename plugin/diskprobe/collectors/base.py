@@ -1,11 +1,15 @@
-"""What the runtime needs from a collector."""
+"""What the runtime needs from a collector, and what every collector receives from it."""
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Callable, ClassVar, Generic, Protocol, TypeVar
 
+from diskprobe.log import Logger
 from diskprobe.metric import FieldValue, Metric
+from diskprobe.roots import HostRoots
+from diskprobe.state import StateStore
 
 
 @dataclass
@@ -27,3 +31,54 @@ class Collector(Protocol):
 
     def close(self) -> None:
         """Release helpers (threads, processes) at exit; must not block."""
+
+
+@dataclass(frozen=True)
+class Clock:
+    """The time sources a collector reads: monotonic for rates, wall for timestamps.
+    Tests pass fakes; production takes the defaults."""
+
+    monotonic: Callable[[], float] = time.monotonic
+    wall_ns: Callable[[], int] = time.time_ns
+
+    def wall(self) -> float:
+        return self.wall_ns() / 1e9
+
+
+@dataclass(frozen=True)
+class CollectorContext:
+    """What every collector receives from the runtime: where the host's trees are, where to
+    log, where state survives restarts (None: in memory only) and what time it is."""
+
+    roots: HostRoots = field(default_factory=HostRoots)
+    log: Logger = field(default_factory=Logger)
+    state: StateStore | None = None
+    clock: Clock = field(default_factory=Clock)
+
+    def state_store(self) -> StateStore:
+        return self.state if self.state is not None else StateStore.in_memory(self.log)
+
+
+class SectionConfig(Protocol):
+    @property
+    def interval(self) -> float | None: ...
+
+
+ConfigT = TypeVar("ConfigT", bound=SectionConfig)
+
+
+class BaseCollector(Generic[ConfigT]):
+    """The part every collector shares: its config section, the context, no helpers to close."""
+
+    name: ClassVar[str]
+    needs_prime: ClassVar[bool] = True
+
+    def __init__(self, config: ConfigT, context: CollectorContext) -> None:
+        self.config = config
+        self.interval: float | None = config.interval
+        self._roots = context.roots
+        self._log = context.log
+        self._clock = context.clock
+
+    def close(self) -> None:
+        """Nothing to release by default; collectors with threads or children override it."""

@@ -16,9 +16,8 @@ import os
 import random
 import threading
 import time
-from typing import Any, Callable, Mapping
+from typing import Callable, Mapping
 
-from diskprobe.collectors.base import Collection
 from diskprobe.config import ConfigError, OutputConfig
 from diskprobe.log import Logger
 from diskprobe.sinks.retry import RETRY_AFTER_MAX, retry_after
@@ -196,6 +195,9 @@ class InfluxDBOutput:
             while len(self.spool) and self.send_once():
                 pass
 
+    def pending_batches(self) -> int:
+        return len(self.spool)
+
     def stats(self) -> dict[str, int]:
         return {"dropped_points": self.spool.take_dropped(), "spooled_points": self.spool.points()}
 
@@ -206,21 +208,3 @@ class InfluxDBOutput:
         if self._thread.is_alive():
             self._thread.join(self._timeout + 1.0)
         self.spool.close()
-
-
-class OutputStatsCollector:
-    """A diskprobe_agent,collector=output point per batch: dropped and spooled points."""
-
-    name = "output"
-    interval: float | None = None
-    needs_prime = False
-
-    def __init__(self, output: InfluxDBOutput) -> None:
-        self._output = output
-
-    def collect(self) -> Collection:
-        fields: dict[str, Any] = dict(self._output.stats())
-        return Collection(items=len(self._output.spool), agent_fields=fields)
-
-    def close(self) -> None:
-        pass
