@@ -6,9 +6,11 @@ Tests hold emitted metrics, the README's Metrics section and the dashboards to i
 from __future__ import annotations
 
 from diskprobe.schema.agent import AGENT
+from diskprobe.schema.cgroup_io import CGROUP_IO
 from diskprobe.schema.fs import FS
 from diskprobe.schema.io import IO
-from diskprobe.schema.pressure import CGROUP_IO, PRESSURE, PROCESS_IO
+from diskprobe.schema.pressure import PRESSURE
+from diskprobe.schema.process_io import PROCESS_IO
 from diskprobe.schema.smart import SMART, SMART_ATTR
 from diskprobe.schema.types import FIELD_TYPES, FieldSpec, MeasurementSpec, TagSpec
 
