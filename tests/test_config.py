@@ -18,8 +18,8 @@ from diskprobe.config import (
     load_config,
     load_config_text,
 )
+from diskprobe.config.sample import render_sample_config
 from diskprobe.durations import format_duration, parse_duration
-from diskprobe.sample_config import render_sample_config
 
 
 @pytest.mark.parametrize(
@@ -190,7 +190,7 @@ def test_flags_pass_the_same_checks_and_win_over_the_file(tmp_path: Path) -> Non
 @pytest.mark.parametrize("value", ["nan", "inf", "-5", "ten", "1e-9", "1e300"])
 def test_bad_collectd_interval_is_refused(value: str) -> None:
     with pytest.raises(ConfigError, match=r"^COLLECTD_INTERVAL"):
-        load_config_text('format = "collectd"\n', "", env={"COLLECTD_INTERVAL": value})
+        load_config_text('[output]\nformat = "collectd"\n', "", env={"COLLECTD_INTERVAL": value})
 
 
 def test_sample_config_documents_every_range() -> None:

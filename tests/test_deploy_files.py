@@ -28,18 +28,20 @@ import sys
 import tempfile
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Iterator, NoReturn, Sequence
+from typing import Any, Iterator, Sequence
 
 import pytest
 
 from diskprobe.config import AgentConfig, SmartConfig, load_config_text
+from diskprobe.config.sample import render_sample_config
 from diskprobe.durations import parse_duration
 from diskprobe.roots import HostRoots
-from diskprobe.sample_config import render_sample_config
 from diskprobe.smart.devices import DriveSpec
 from diskprobe.smart.reader import json_args
 from diskprobe.smart.runner import CommandRunner
 from sudo_probe import hostile_lines, probe_sudo
+
+from ci import skip_or_fail
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -61,34 +63,23 @@ DOCKERIGNORE = TELEGRAF / "Dockerfile.dockerignore"
 REGENERATE = "run `python tests/test_deploy_files.py` to regenerate it"
 
 
-def _under_ci() -> bool:
-    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
-
-
-def _missing(what: str) -> NoReturn:
-    """Skip locally; under CI a missing test dependency is a failure (tests/run.sh installs)."""
-    if _under_ci():
-        pytest.fail(f"{what} (CI is set: tests/run.sh must install it)", pytrace=False)
-    pytest.skip(what)
-
-
 def _module(name: str, package: str) -> ModuleType:
     try:
         return importlib.import_module(name)
     except ImportError:
-        _missing(f"Python package {package} is not installed (pip install {package})")
+        skip_or_fail(f"Python package {package} is not installed (pip install {package})")
 
 
 def _tool(name: str, package: str) -> str:
     path = shutil.which(name) or shutil.which(name, path="/usr/sbin:/sbin")
     if path is None:
-        _missing(f"{name} is not installed (Debian package {package})")
+        skip_or_fail(f"{name} is not installed (Debian package {package})")
     return path
 
 
 def _need_root(why: str) -> None:
     if os.geteuid() != 0:
-        pytest.skip(f"needs root: {why}")
+        skip_or_fail(f"needs root: {why}")
 
 
 # -- the sample config and its copies -------------------------------------------------------
@@ -313,7 +304,7 @@ def test_sudo_lists_exactly_the_files_commands_and_refuses_options(path: Path) -
     for line in built:
         assert line[0] in (SMARTCTL, NVME), f"diskprobe runs {line[0]}; the files name /usr/sbin"
     if not any(line[0] == SMARTCTL for line in built):
-        _missing("smartctl is not installed (Debian package smartmontools)")
+        skip_or_fail("smartctl is not installed (Debian package smartmontools)")
     allowed_lines = built if path == SUDOERS_REGEX else SHIPPED_COMMANDS
     refused = [line for line in hostile_lines(SMARTCTL, NVME, built) if os.path.exists(line[0])]
     refused += [line for line in built if line not in allowed_lines]
@@ -371,7 +362,7 @@ def test_drop_in_grants_smart_capabilities_that_survive_no_new_privileges() -> N
 def test_drop_in_passes_systemd_analyze_verify(tmp_path: Path) -> None:
     analyze = shutil.which("systemd-analyze")
     if analyze is None:
-        pytest.skip("systemd-analyze is not installed; the INI checks above still ran")
+        skip_or_fail("systemd-analyze is not installed (Debian package systemd)")
     known = subprocess.run([analyze, "capability"], capture_output=True, text=True).stdout
     for cap in _drop_in("AmbientCapabilities") + _drop_in("CapabilityBoundingSet"):
         assert re.search(rf"^{cap.lower()}\s", known, re.M), f"systemd does not know {cap}"
@@ -407,7 +398,7 @@ def device_node() -> Iterator[Path]:
         base.chmod(0o755)
         flags = os.statvfs(base).f_flag
         if flags & (os.ST_NODEV | os.ST_NOSUID):
-            pytest.skip(f"{base} is mounted nodev or nosuid")
+            pytest.skip(f"{base} is mounted nodev or nosuid (the machine's mount)")
         node = base / "drive"
         os.mknod(node, stat.S_IFCHR | 0o600, os.makedev(1, 3))
         yield node
@@ -478,7 +469,7 @@ def test_setcap_recipe_opens_a_root_only_device_and_no_new_privileges_undoes_it(
     for caps, opens in ((capabilities, True), ("cap_sys_rawio,cap_sys_admin+ep", False)):
         result = subprocess.run([setcap, caps, str(copy)], capture_output=True, text=True)
         if result.returncode != 0:
-            pytest.skip(f"setcap does not work on {copy}: {result.stderr.strip()}")
+            pytest.skip(f"setcap does not work on {copy} (filesystem): {result.stderr.strip()}")
         assert _opened(_as_nobody(str(copy), device_node), device_node) is opens, caps
     subprocess.run([setcap, capabilities, str(copy)], check=True)
     assert not _opened(_as_nobody(str(copy), device_node, nnp=True), device_node)
@@ -575,7 +566,7 @@ def test_daemonset_fits_the_kubernetes_schema() -> None:
     try:
         validate = importlib.import_module("kubernetes_validate")
     except ImportError:
-        pytest.skip("kubernetes-validate is not installed (optional: pip install it)")
+        skip_or_fail("kubernetes-validate is not installed (the test extra has it)")
     for document in _manifest().values():
         for version in ("1.25.0", validate.latest_version()):
             validate.validate(document, version, strict=True)  # raises on any error

@@ -25,9 +25,10 @@ import pytest
 
 from diskprobe.config import OutputConfig
 from diskprobe.log import Logger
-from diskprobe.sinks.influxdb import InfluxDBOutput
-from diskprobe.sinks.spool import Spool, SpoolLocked
+from diskprobe.outputs.influxdb import InfluxDBOutput
+from diskprobe.outputs.spool import Spool, SpoolLocked
 
+from ci import skip_or_fail
 from lineproto import parse_line
 
 TOKEN = "s3cr3t-token-value"
@@ -254,9 +255,7 @@ class VictoriaMetrics:
 @pytest.fixture
 def victoria(tmp_path: Path) -> Iterator[VictoriaMetrics]:
     if not os.access(VM_BINARY, os.X_OK):
-        if os.environ.get("CI") == "true":
-            pytest.fail("victoria-metrics is required in CI (apt-get install victoria-metrics)")
-        pytest.skip("victoria-metrics not installed (Debian: apt-get install victoria-metrics)")
+        skip_or_fail("victoria-metrics not installed (Debian: apt-get install victoria-metrics)")
     server = VictoriaMetrics(tmp_path)
     server.start()
     yield server

@@ -13,7 +13,8 @@ from diskprobe import __version__
 from diskprobe.collectors.base import Collection
 from diskprobe.log import Logger
 from diskprobe.metric import Metric
-from diskprobe.outputs import StreamOutput, TextfileOutput
+from diskprobe.outputs.stdout import StreamOutput
+from diskprobe.outputs.textfile import TextfileOutput
 from diskprobe.runtime import GATHER, STOP, Runtime, next_aligned, watch_stdin
 from diskprobe.serializers.influx import InfluxSerializer
 

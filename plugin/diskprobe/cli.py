@@ -11,17 +11,19 @@ import time
 from typing import Sequence
 
 from diskprobe import __version__
+from diskprobe.collectors.base import CollectorContext
 from diskprobe.collectors.output_stats import OutputStatsCollector
 from diskprobe.collectors.registry import build_collectors
-from diskprobe.config import AgentConfig, ConfigError, load_config
+from diskprobe.config import AgentConfig, ConfigError, load_with_deprecations
+from diskprobe.config.output import OUTPUT_KINDS
+from diskprobe.config.sample import render_sample_config
 from diskprobe.lifecycle import install_signal_handlers, plug_closed_std_fds, stdout_problem
 from diskprobe.log import Logger
-from diskprobe.outputs import Output, OutputClosed, OutputFailed, StreamOutput, TextfileOutput
+from diskprobe.outputs import OutputClosed, OutputFailed, open_output
+from diskprobe.outputs.influxdb import InfluxDBOutput
 from diskprobe.roots import HostRoots
 from diskprobe.runtime import STOP, Events, Runtime, watch_stdin
-from diskprobe.sample_config import render_sample_config
 from diskprobe.serializers import FORMATS, make_serializer
-from diskprobe.sinks.influxdb import InfluxDBOutput
 from diskprobe.state import StateStore
 
 ONCE_DEFAULT_INTERVAL = 1.0
@@ -44,10 +46,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--interval", metavar="DURATION", help='e.g. "10s" (overrides config)')
     parser.add_argument("--trigger", choices=("interval", "stdin"), help="what starts a batch")
     parser.add_argument("--format", choices=FORMATS, help="output format (default influx)")
-    parser.add_argument(
-        "--textfile", metavar="PATH", help="write each batch to PATH atomically (prometheus)"
-    )
-    parser.add_argument("--output", choices=("stdout", "influxdb"), help="where batches go")
+    parser.add_argument("--textfile", metavar="PATH",
+                        help="--output textfile, written to PATH atomically (prometheus)")
+    parser.add_argument("--output", choices=OUTPUT_KINDS, help="where batches go")
     parser.add_argument("--url", help="InfluxDB URL (--output influxdb)")
     parser.add_argument("--org", help="InfluxDB organization")
     parser.add_argument("--bucket", help='InfluxDB bucket (1.8: "db/rp")')
@@ -58,16 +59,23 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _load(args: argparse.Namespace) -> AgentConfig:
-    """The configuration: file, then flags, through the same checks (config_checks.py)."""
+def _load(args: argparse.Namespace, log: Logger | None = None) -> AgentConfig:
+    """The configuration: file, then flags, through the same checks (config/checks.py); an
+    old spelling in the file is logged once, as W!, with what to write instead."""
     once = ONCE_DEFAULT_INTERVAL if args.once and args.interval is None else None
+    # --textfile PATH is kind "textfile" and path PATH; set before --output, which wins if given
+    textfile = "textfile" if args.textfile is not None else None
     flags = [("--interval", "interval", args.interval), ("--once", "interval", once),
-             ("--trigger", "trigger", args.trigger), ("--format", "format", args.format),
-             ("--textfile", "textfile", args.textfile), ("--debug", "debug", args.debug),
-             ("--output", "output.kind", args.output), ("--url", "output.url", args.url),
-             ("--org", "output.org", args.org), ("--bucket", "output.bucket", args.bucket),
+             ("--trigger", "trigger", args.trigger), ("--debug", "debug", args.debug),
+             ("--format", "output.format", args.format), ("--textfile", "output.kind", textfile),
+             ("--textfile", "output.path", args.textfile), ("--output", "output.kind", args.output),
+             ("--url", "output.url", args.url), ("--org", "output.org", args.org),
+             ("--bucket", "output.bucket", args.bucket),
              ("--token-file", "output.token_file", args.token_file)]  # fmt: skip
-    return load_config(args.config, flags, os.environ)
+    loaded = load_with_deprecations(args.config, flags, os.environ)
+    for deprecation in loaded.deprecations:
+        (log or Logger()).warn(f"config: {deprecation}")
+    return loaded.config
 
 
 def _silence_stdout() -> None:
@@ -77,18 +85,6 @@ def _silence_stdout() -> None:
         os.dup2(devnull, 1)
     except OSError:
         pass
-
-
-def _output(config: AgentConfig, log: Logger, events: Events) -> Output:
-    if config.output.kind == "influxdb":
-        return InfluxDBOutput(config.output, log)
-    if config.textfile:
-        return TextfileOutput(config.textfile, log)
-    return StreamOutput(1, stopping=lambda: events.stopping)  # fd 1 itself: see StreamOutput
-
-
-def _uses_stdout(config: AgentConfig) -> bool:
-    return config.output.kind != "influxdb" and not config.textfile
 
 
 def freeze_startup_objects() -> None:
@@ -115,14 +111,14 @@ def run(config: AgentConfig, once: bool, log: Logger) -> int:
     roots = HostRoots.from_env(os.environ)
     state = StateStore(config.state_file, log, config.state_save_interval)
     events = Events()
-    output = _output(config, log, events)
-    collectors = build_collectors(config, roots, log, state, once)
+    output = open_output(config.output, log, stopping=lambda: events.stopping)
+    collectors = build_collectors(config, CollectorContext(roots=roots, log=log, state=state), once)
     if isinstance(output, InfluxDBOutput):
         collectors.append(OutputStatsCollector(output))
     runtime = Runtime(
         collectors,
         make_serializer(
-            config.format,
+            config.output.format,
             env=os.environ,
             interval=config.interval,
             slowest_interval=config.smart.interval if config.smart.enabled else 0.0,
@@ -142,7 +138,7 @@ def run(config: AgentConfig, once: bool, log: Logger) -> int:
             time.sleep(config.interval)
             runtime.emit(runtime.gather())
             return 0
-        if config.format != "collectd" and stdin_is_a_channel():
+        if config.output.format != "collectd" and stdin_is_a_channel():
             watch_stdin(sys.stdin, runtime.events)
         log.info(
             f"diskprobe {__version__} started: trigger={config.trigger} "
@@ -173,7 +169,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stdout.write(render_sample_config())
         return 0
     try:
-        config = _load(args)
+        config = _load(args, log)
     except ConfigError as error:
         log.error(f"config: {error}")
         return 2
@@ -187,7 +183,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         from diskprobe.sudoers import DEFAULT_USERS, run_sudoers
 
         return run_sudoers(config.smart, args.user or list(DEFAULT_USERS), sys.stdout, log)
-    if problem and _uses_stdout(config):
+    if problem and config.output.kind == "stdout":
         log.error(f"{problem}: nowhere to write metrics; exiting")
         return 1
     try:
@@ -198,8 +194,5 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OutputFailed as error:  # /dev/full, EIO (terminal gone), ...: not a quiet EPIPE
         log.error(f"{error}; exiting")
         return 1
-    except ConfigError as error:  # found while opening the output: token file, spool lock
-        log.error(f"config: {error}")
-        return 2
     except KeyboardInterrupt:
         return 0

@@ -10,6 +10,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Callable, TextIO
 
+from diskprobe.collectors.base import CollectorContext
 from diskprobe.collectors.filesystems import FilesystemsCollector
 from diskprobe.collectors.io import IoCollector
 from diskprobe.collectors.smart import PERMISSION_HELP
@@ -82,7 +83,7 @@ def check_roots(report: Report, roots: HostRoots, env: dict[str, str]) -> None:
 
 
 def check_io(report: Report, config: AgentConfig, roots: HostRoots, log: Logger) -> None:
-    io = IoCollector(config.io, roots, log)
+    io = IoCollector(config.io, CollectorContext(roots=roots, log=log))
     io.collect()
     devices = sorted({m.tags["device"] for m in io.collect().metrics})
     listed = " ".join(devices) or "(none)"
@@ -92,7 +93,8 @@ def check_io(report: Report, config: AgentConfig, roots: HostRoots, log: Logger)
 def check_filesystems(
     report: Report, config: AgentConfig, roots: HostRoots, log: Logger, state: StateStore
 ) -> None:
-    filesystems = FilesystemsCollector(config.filesystems, roots, log, state)
+    context = CollectorContext(roots=roots, log=log, state=state)
+    filesystems = FilesystemsCollector(config.filesystems, context)
     try:
         metrics = filesystems.collect().metrics
     finally:

@@ -21,6 +21,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from diskprobe.config import SECTIONS, AgentConfig, ConfigError, load_config_text
+from diskprobe.config.legacy import LEGACY_KEYS
 
 from faultlib import FakeHost, assert_no_traceback, run_diskprobe
 
@@ -57,6 +58,8 @@ CASES: list[tuple[str, Union[str, bytes], Optional[str]]] = [
     ("url-port", '[output]\nurl = "http://influxdb:99999"\n', "'url'"),
     ("state-file-nul", 'state_file = "/tmp/a\\u0000b"\n', "'state_file'"),
     ("spool-dir-empty", '[output]\nspool_dir = ""\n', "'spool_dir'"),
+    ("textfile-no-path", '[output]\nkind = "textfile"\n', "path"),
+    ("old-new-conflict", 'format = "collectd"\n[output]\nformat = "influx"\n', "'format'"),
     ("not-utf8", b'interval = "10s"\n# caf\xe9\n', None),
     ("binary", b"\x7fELF\x02\x01\x01\x00" + bytes(range(256)) * 8, None),
     ("nested-arrays", "a = " + "[" * 100_000, None),
@@ -192,9 +195,11 @@ def _char(char: str) -> str:
     return char if char.isprintable() and char not in '"\\' else f"\\U{ord(char):08x}"
 
 
-_KEYS = [("", name) for name in AgentConfig.__dataclass_fields__ if name not in SECTIONS] + [
-    (section, name) for section, cls in SECTIONS.items() for name in cls.__dataclass_fields__
-]
+_KEYS = (
+    [("", name) for name in AgentConfig.__dataclass_fields__ if name not in SECTIONS]
+    + [(section, name) for section, cls in SECTIONS.items() for name in cls.__dataclass_fields__]
+    + [("", name) for name in LEGACY_KEYS]  # the deprecated top-level spellings, still read
+)
 
 
 @pytest.mark.slow

@@ -28,6 +28,7 @@ from typing import IO, Callable
 
 import pytest
 
+from ci import skip_or_fail
 from faultlib import FakeHost, assert_no_traceback, start_diskprobe, wait_for
 
 OUTPUT_POINT = "diskprobe_agent,collector=output,"
@@ -237,7 +238,7 @@ def test_batches_lost_to_a_full_disk_are_all_reported(
     tmp_path: Path, fake_host: FakeHost, server: LoopbackInflux, reap: list[subprocess.Popen[bytes]]
 ) -> None:
     if os.geteuid() != 0:
-        pytest.skip("needs root (mounts a small tmpfs for the spool)")
+        skip_or_fail("needs root (mounts a small tmpfs for the spool)")
     spool = tmp_path / "spool"
     spool.mkdir()
     subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(spool)], check=True)
@@ -266,7 +267,7 @@ def test_batches_lost_to_a_full_disk_are_all_reported(
 
 def test_dropped_counts_survive_a_restart(tmp_path: Path) -> None:
     from diskprobe.log import Logger
-    from diskprobe.sinks.spool import Spool
+    from diskprobe.outputs.spool import Spool
 
     def line(number: int) -> bytes:
         return f"m v={number}i {number}\n".encode()
@@ -372,8 +373,8 @@ class _Refused(Exception):
 def test_retry_after_parsing_caps_and_falls_back(tmp_path: Path) -> None:
     from diskprobe.config import OutputConfig
     from diskprobe.log import Logger
-    from diskprobe.sinks.influxdb import InfluxDBOutput
-    from diskprobe.sinks.retry import RETRY_AFTER_MAX, parse_retry_after, retry_after
+    from diskprobe.outputs.influxdb import InfluxDBOutput
+    from diskprobe.outputs.retry import RETRY_AFTER_MAX, parse_retry_after, retry_after
 
     now = time.time()
     assert parse_retry_after("7", now) == 7.0
@@ -401,7 +402,7 @@ def test_retry_after_parsing_caps_and_falls_back(tmp_path: Path) -> None:
 
 def test_a_bad_or_planted_ledger_is_ignored_with_a_warning(tmp_path: Path) -> None:
     from diskprobe.log import Logger
-    from diskprobe.sinks.spool import Spool
+    from diskprobe.outputs.spool import Spool
 
     secret = tmp_path / "secret"
     secret.write_text('{"pending": 5, "carried": {}}')

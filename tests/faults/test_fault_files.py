@@ -25,10 +25,11 @@ import pytest
 from stoplib import Probe, many_devices
 
 from diskprobe.log import Logger
-from diskprobe.outputs import TextfileOutput
-from diskprobe.sinks.spool import Spool
+from diskprobe.outputs.spool import Spool
+from diskprobe.outputs.textfile import TextfileOutput
 
-from faultlib import FakeHost, wait_for
+from ci import skip_or_fail
+from faultlib import DISKPROBE, FakeHost, wait_for
 
 NOBODY = 65534
 SECRET = b"root:$6$not-for-your-eyes:19000:0:99999:7:::\n"
@@ -110,7 +111,7 @@ print(swaps)
 def shared_dir() -> Iterator[Path]:
     """A textfile directory group-writable by `nobody`'s group, reachable by `nobody`."""
     if os.geteuid() != 0:
-        pytest.skip("needs root (runs the attacker as nobody)")
+        skip_or_fail("needs root (runs the attacker as nobody)")
     base = Path(tempfile.mkdtemp(prefix="diskprobe-shared-", dir="/tmp"))
     try:
         base.chmod(0o755)
@@ -224,7 +225,7 @@ def test_missing_textfile_directory_is_reported_once_and_recovers(
 @pytest.fixture
 def tiny_tmpfs(tmp_path: Path) -> Iterator[Path]:
     if os.geteuid() != 0:
-        pytest.skip("needs root to mount a tmpfs")
+        skip_or_fail("needs root to mount a tmpfs")
     mount_point = tmp_path / "tiny"
     mount_point.mkdir()
     subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mount_point)],
@@ -264,3 +265,19 @@ def test_full_textfile_filesystem_is_reported_once_and_recovers(
     )
     assert "No space left" in _errors(probe)[0], probe.text_err()
     assert stat.S_IMODE(target.stat().st_mode) == 0o644
+
+
+def test_world_writable_spool_directory_is_a_config_error_at_start(tmp_path: Path) -> None:
+    spool_dir = tmp_path / "spool"
+    spool_dir.mkdir()
+    spool_dir.chmod(0o777)
+    config = tmp_path / "influx.toml"
+    config.write_text(f'[output]\nkind = "influxdb"\nurl = "http://127.0.0.1:9"\n'
+                      f'bucket = "b"\nspool_dir = "{spool_dir}"\n')  # fmt: skip
+    result = subprocess.run([DISKPROBE, "--config", str(config), "--once"],
+                            capture_output=True, text=True, timeout=30)  # fmt: skip
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.splitlines() == [
+        f"E! config: {config}: [output]: 'spool_dir': {spool_dir} is writable by every user "
+        "(no sticky bit)"
+    ]

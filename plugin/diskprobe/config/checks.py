@@ -9,23 +9,22 @@ from __future__ import annotations
 
 import difflib
 import math
-import os
 import urllib.parse
+from dataclasses import fields, replace
 from typing import TYPE_CHECKING, Any, Mapping, Optional
 
+from diskprobe.config.errors import ConfigError as ConfigError
+from diskprobe.config.output_rules import check_output
 from diskprobe.durations import format_duration, parse_duration
+from diskprobe.smart.thresholds import DEFAULT_THRESHOLDS
 
 if TYPE_CHECKING:
     from diskprobe.config import AgentConfig
 
 # Bounds of a duration when its field names none: a collection interval. Below 10 ms the loop
-# is a busy loop; above a day nobody is watching. Per-field bounds are in config.py.
+# is a busy loop; above a day nobody is watching. Per-field bounds are in config/sections.py.
 DURATION_BOUNDS = (0.01, 86400.0)
 INT_MAX = 2**63 - 1  # what any consumer (InfluxDB, struct, JSON) can hold
-
-
-class ConfigError(Exception):
-    """A problem in the configuration: one line, names the file and the key."""
 
 
 def closest(key: str, valid: list[str]) -> str:
@@ -64,8 +63,6 @@ def _human(seconds: float) -> str:
 
 
 def _thresholds(label: str, value: Any) -> dict[str, dict[str, int]]:
-    from diskprobe.smart.verdict import DEFAULT_THRESHOLDS
-
     if not isinstance(value, dict):
         raise ConfigError(f"{label} must be a table of {{ warn = N, fail = N }}")
     for key, limits in value.items():
@@ -190,26 +187,25 @@ def collectd_interval(env: Mapping[str, str], meta: Mapping[str, Any]) -> Option
     return _duration("COLLECTD_INTERVAL", seconds, meta)
 
 
-def check_config(config: AgentConfig, source: str) -> None:
-    """Cross-field rules, on the merged file + flags configuration."""
+def check_config(
+    config: AgentConfig, source: str, env: Mapping[str, str], interval_flagged: bool
+) -> AgentConfig:
+    """Cross-field rules, on the merged file + flags configuration; returns it with the
+    environment's interval applied (COLLECTD_INTERVAL, under format = "collectd")."""
     where = f"{source}: " if source else ""
-    output = config.output
-    if output.kind == "influxdb":
-        missing = [name for name in ("url", "bucket") if not getattr(output, name)]
-        if missing:
-            raise ConfigError(f'{where}[output] kind = "influxdb" needs {" and ".join(missing)}')
-        if config.format != "influx" or config.textfile:
-            raise ConfigError(
-                f'{where}[output] kind = "influxdb" needs format = "influx" and no textfile'
-            )
-        if output.token_file:
-            _readable(f"{where}[output]: 'token_file'", output.token_file)
+    check_output(config.output, where)
+    return _collectd_interval(config, env, interval_flagged)
 
 
-def _readable(label: str, path: str) -> None:
-    # Only opened, never read here: the token is read once by the output, and never logged.
-    try:
-        handle = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError as error:
-        raise ConfigError(f"{label}: cannot read {path}: {error.strerror or error}") from None
-    os.close(handle)
+def _collectd_interval(
+    config: AgentConfig, env: Mapping[str, str], interval_flagged: bool
+) -> AgentConfig:
+    # collectd's Interval (COLLECTD_INTERVAL) replaces the 10 s default; it also sets the
+    # PUTVAL interval, so it is checked whenever the format is collectd.
+    if config.output.format != "collectd":
+        return config
+    interval = next(item for item in fields(config) if item.name == "interval")
+    seconds = collectd_interval(env, interval.metadata)
+    if seconds is None or interval_flagged or config.interval != interval.default:
+        return config
+    return replace(config, interval=seconds)

@@ -13,7 +13,7 @@ from datetime import timezone
 from email.utils import parsedate_to_datetime
 from typing import Any
 
-RETRY_AFTER_MAX = 300.0  # seconds; documented in the README (direct output)
+RETRY_AFTER_MAX = 300.0  # seconds; documented in docs/direct-output.md
 RETRY_AFTER_STATUSES = (429, 503)  # the answers where RFC 9110 gives the header this meaning
 _SECONDS = re.compile(r"\d+(?:\.\d+)?")
 

@@ -8,7 +8,7 @@ from dataclasses import fields
 from typing import Any
 
 from diskprobe.config import SECTIONS, AgentConfig, field_default
-from diskprobe.config_checks import describe_bounds
+from diskprobe.config.checks import describe_bounds
 from diskprobe.durations import format_duration
 
 HEADER = """\

@@ -1,4 +1,5 @@
-"""The config file as text and as a TOML table: bounded, never blocking, never a traceback."""
+"""The files the configuration is read from: the config file (as text and as a TOML table) and
+the InfluxDB token file. Bounded, never blocking, never a traceback."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import sys
 from typing import Any
 
 from diskprobe import files
-from diskprobe.config_checks import ConfigError
+from diskprobe.config.errors import ConfigError
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -14,6 +15,7 @@ else:  # pragma: no cover - exercised on Python < 3.11 only
     import tomli as tomllib
 
 CONFIG_MAX_BYTES = 1024 * 1024  # a config is a few kB; more is a wrong file (or an attack)
+TOKEN_MAX_BYTES = 64 * 1024  # an API token is under 100 bytes
 
 
 def parse_toml(text: str, source: str) -> dict[str, Any]:
@@ -45,3 +47,11 @@ def read_config_file(path: str) -> str:
         # hide it. A file of comments only (the sample config) still gives the defaults.
         raise ConfigError(f"{path}: the file is empty")
     return text
+
+
+def read_token_file(path: str) -> str:
+    """The API token in `path`, stripped. OSError (a FIFO or directory refused without
+    blocking, files.TooBig) or UnicodeDecodeError when it cannot be read: the load checks it
+    (config/checks.py) and the InfluxDB output reads it again when it opens, with this one reader
+    so that both agree."""
+    return files.read_regular(path, TOKEN_MAX_BYTES, private=False).decode("utf-8").strip()

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from diskprobe import files
 from diskprobe.log import Logger
-from diskprobe.sinks.ledger import DropLedger
+from diskprobe.outputs.ledger import DropLedger
 
 _NAME = re.compile(r"^(\d{20})\.lp$")
 

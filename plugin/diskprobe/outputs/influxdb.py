@@ -4,8 +4,8 @@ write() stores the batch in the spool (fsync + rename) and returns: the loop nev
 the network. A sender thread replays the spool oldest first, several batches per gzip'd
 request, and deletes them only after the server acknowledged them (HTTP 204). A failed
 request is retried after an exponential backoff (1 s doubling to 30 s, with jitter), or later
-if a 429/503 answer's Retry-After asks for it (sinks/retry.py); 400/413/422 answers mean the
-server will never accept the batch: it is dropped and counted (sinks/ledger.py: a count is
+if a 429/503 answer's Retry-After asks for it (outputs/retry.py); 400/413/422 answers mean the
+server will never accept the batch: it is dropped and counted (outputs/ledger.py: a count is
 reported until a batch carrying it is delivered).
 Delivery is at-least-once: a request the server applied whose answer was lost is sent again.
 """
@@ -18,10 +18,12 @@ import threading
 import time
 from typing import Callable, Mapping
 
-from diskprobe.config import ConfigError, OutputConfig
+from diskprobe.config.file import read_token_file
+from diskprobe.config.output import OutputConfig
 from diskprobe.log import Logger
-from diskprobe.sinks.retry import RETRY_AFTER_MAX, retry_after
-from diskprobe.sinks.spool import Spool, SpoolLocked
+from diskprobe.outputs.base import OutputFailed
+from diskprobe.outputs.retry import RETRY_AFTER_MAX, retry_after
+from diskprobe.outputs.spool import Spool, SpoolLocked
 
 BACKOFF_FIRST, BACKOFF_MAX = 1.0, 30.0
 REQUEST_MAX_BYTES = 4 * 1024 * 1024  # well under VictoriaMetrics' and InfluxDB's limits
@@ -29,15 +31,15 @@ PERMANENT = (400, 413, 422)  # malformed or too large: retrying cannot help
 
 
 def read_token(config: OutputConfig, env: Mapping[str, str]) -> str:
-    if config.token_file:
-        try:
-            with open(config.token_file, encoding="utf-8") as handle:
-                return handle.read().strip()
-        except OSError as error:
-            raise ConfigError(
-                f"[output] token_file {config.token_file}: {error.strerror or error}"
-            ) from None
-    return env.get("INFLUX_TOKEN", "").strip()
+    if not config.token_file:
+        return env.get("INFLUX_TOKEN", "").strip()
+    try:  # the load read it already (config/checks.py): failing now, it changed since
+        return read_token_file(config.token_file)
+    except (OSError, UnicodeDecodeError) as error:
+        problem = getattr(error, "strerror", None) or "not UTF-8 text"
+        raise OutputFailed(
+            f"output influxdb: cannot read the token_file {config.token_file}: {problem}"
+        ) from None
 
 
 def _default_client(config: OutputConfig, token: str) -> Callable[[bytes], None]:
@@ -74,16 +76,18 @@ class InfluxDBOutput:
         send: Callable[[bytes], None] | None = None,
         start: bool = True,
     ) -> None:
-        # The config was checked at load (config_checks.check_config: url, bucket, token_file).
+        # The config was checked at load (config/checks.py check_config: url, bucket, token_file);
+        # what can still fail here is opening the spool and the token: OutputFailed.
         self._token = read_token(config, os.environ if env is None else env)
         self._log = log
         self._timeout = config.timeout
         try:
             self.spool = Spool(config.spool_dir, config.spool_max_bytes, log)
         except SpoolLocked as error:
-            raise ConfigError(f"[output] spool_dir: {error}") from None
+            raise OutputFailed(f"output influxdb: spool_dir {error}") from None
         except OSError as error:
-            raise ConfigError(f"[output] spool_dir {config.spool_dir}: {error.strerror}") from None
+            raise OutputFailed(f"output influxdb: spool_dir {config.spool_dir}: "
+                               f"{error.strerror or error}") from None  # fmt: skip
         self._send = send if send is not None else _default_client(config, self._token)
         self._wake = threading.Event()
         self._stopping = threading.Event()

@@ -1,37 +1,18 @@
-"""Where serialized batches go: stdout (Telegraf, collectd) or a textfile (node_exporter)."""
+"""kind = "stdout": batches written to fd 1, whole lines only (Telegraf execd, collectd exec)."""
 
 from __future__ import annotations
 
 import os
 import select
 import time
-from typing import Callable, Protocol
+from typing import Callable
 
-from diskprobe import files
-from diskprobe.log import Logger
+from diskprobe.outputs.base import OutputClosed, OutputFailed, OutputInterrupted
 
 # A pipe write of at most PIPE_BUF bytes is atomic (POSIX): the reader gets all of it or none.
 PIPE_BUF = select.PIPE_BUF
 POLL_SLICE_MS = 50  # how often a blocked write looks at the stop flag
 LINE_GRACE_SEC = 0.5  # on a stop, how long a half-written line may take to finish
-
-
-class OutputClosed(Exception):
-    """stdout is gone (EPIPE): Telegraf stopped reading; exit quietly."""
-
-
-class OutputFailed(Exception):
-    """stdout cannot take metrics (ENOSPC, EBADF, EIO, not open): one E! line, exit 1."""
-
-
-class OutputInterrupted(Exception):
-    """A stop was requested while the reader was not reading: the rest of the batch is dropped."""
-
-
-class Output(Protocol):
-    def write(self, text: str) -> None: ...
-
-    def close(self) -> None: ...
 
 
 class StreamOutput:
@@ -88,37 +69,3 @@ def _unwritten(data: bytes, offset: int, whole: bool) -> str:
     lost, total = data.count(b"\n", offset), data.count(b"\n")
     tail = "" if whole else "; the reader got the start of a line with no end"
     return f"{lost} of {total} lines of the last batch not written{tail}"
-
-
-class TextfileOutput:
-    """node_exporter's textfile collector reads whole files: write a temp file, rename it.
-
-    The directory may be shared (node_exporter's, other users'): files.atomic_write never
-    follows or chmods a name someone swapped. A missing, full, read-only or forbidden
-    directory costs the batch, never the process: one E! per distinct error, I! on recovery.
-    """
-
-    def __init__(self, path: str, log: Logger | None = None) -> None:
-        self.path = path
-        self._log = log if log is not None else Logger()
-        self._failing: str | None = None  # the error last logged, until a write works
-
-    def write(self, text: str) -> None:
-        try:
-            # 0644: node_exporter often runs as another user. No fsync: after a crash an
-            # older complete file is as good as the newest for a scrape.
-            files.atomic_write(self.path, text.encode("utf-8"), 0o644)
-        except OSError as error:
-            problem = error.strerror or str(error)  # no temp name: it differs every batch
-            if isinstance(error, files.UnsafeFile):
-                problem = f"its temp file {problem}"
-            if problem != self._failing:
-                self._failing = problem
-                self._log.error(f"textfile: cannot write {self.path}: {problem}; batch dropped")
-            return
-        if self._failing is not None:
-            self._failing = None
-            self._log.info(f"textfile: writing {self.path} works again")
-
-    def close(self) -> None:
-        pass

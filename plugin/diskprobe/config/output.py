@@ -1,0 +1,67 @@
+"""The [output] section: where batches go (kind) and how they are written (format).
+
+Each kind is a module of diskprobe.outputs; the cross-field rules between these keys (a
+textfile needs a path, InfluxDB takes line protocol only) are in config/checks.py (check_config).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from diskprobe.config.sections import TIMEOUT_MAX, option
+
+OUTPUT_KINDS = ("stdout", "textfile", "influxdb")
+OUTPUT_FORMATS = ("influx", "collectd", "prometheus")
+
+
+@dataclass
+class OutputConfig:
+    """Where batches go: stdout (Telegraf, collectd), a textfile (node_exporter) or InfluxDB."""
+
+    kind: str = option(
+        "stdout",
+        '"stdout" (Telegraf execd, collectd exec); "textfile": each batch replaces the file '
+        '`path` atomically (node_exporter\'s textfile collector); or "influxdb": write through '
+        "the InfluxDB v2 write API (InfluxDB 1.8+, 2.x, 3.x and compatible servers), batched, "
+        "gzip, with retries and an on-disk spool (the InfluxDB keys below).",
+        choices=OUTPUT_KINDS,
+    )
+    format: str = option(
+        "influx",
+        'What is written: "influx" (line protocol, Telegraf), "collectd" (exec PUTVAL lines) '
+        'or "prometheus" (text exposition, for node_exporter\'s textfile collector). '
+        'kind = "influxdb" takes "influx" only.',
+        choices=OUTPUT_FORMATS,
+    )
+    path: str = option(
+        "",
+        'kind = "textfile" (and only it): the file each batch replaces, in node_exporter\'s '
+        '--collector.textfile.directory, e.g. "/var/lib/prometheus/node-exporter/diskprobe.prom"'
+        ' (with format = "prometheus").',
+    )
+    url: str = option(
+        "",
+        'InfluxDB URL: http or https, a host and an optional port, e.g. "http://influxdb:8086".',
+        "url",
+    )
+    org: str = option("", "InfluxDB organization (any value for InfluxDB 1.8).")
+    bucket: str = option("", 'InfluxDB bucket (InfluxDB 1.8: "database/retention_policy").')
+    token_file: str = option(
+        "",
+        "File holding the InfluxDB API token (read at start); if empty, the INFLUX_TOKEN variable. "
+        "Never logged.",
+    )
+    timeout: float = option(
+        10.0, "Longest one InfluxDB write request may take.", "duration", maximum=TIMEOUT_MAX
+    )
+    spool_dir: str = option(
+        "/var/lib/diskprobe/spool",
+        "Batches not yet written to InfluxDB wait here, replayed in order on recovery and "
+        "after a restart.",
+        "path",
+    )
+    spool_max_bytes: int = option(
+        104857600,
+        "Size limit of spool_dir; beyond it the oldest batches are dropped (and counted).",
+        maximum=2**40,
+    )

@@ -1,1 +1,0 @@
-"""Outputs that talk to a database directly (kind = "influxdb")."""
