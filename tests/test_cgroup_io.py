@@ -19,6 +19,7 @@ from typing import Iterator
 
 import pytest
 
+from diskprobe.collectors.base import Clock, CollectorContext
 from diskprobe.collectors.cgroup_io import CgroupIoCollector
 from diskprobe.compute.cgroup_tags import cgroup_tags
 from diskprobe.config import CgroupIoConfig
@@ -28,6 +29,7 @@ from diskprobe.roots import HostRoots
 from diskprobe.sources.cgroups import parse_io_stat, v1_counters
 from diskprobe.sources.pressure import parse_pressure
 
+from ci import skip_or_fail
 from helpers import FakeClock, assert_schema
 
 UID = "0f8c2a8e-3b1d-4c5e-9f00-123456789abc"
@@ -114,13 +116,9 @@ class Host:
         roots = HostRoots(sys=str(self.sys))
         wall = iter(range(10**18, 10**19, 10**9))
         log = Logger(self.log, debug=True)
-        return CgroupIoCollector(
-            CgroupIoConfig(max_cgroups=max_cgroups),
-            roots,
-            log,
-            monotonic=self.clock,
-            wall_ns=lambda: next(wall),
-        )
+        clock = Clock(monotonic=self.clock, wall_ns=lambda: next(wall))
+        context = CollectorContext(roots, log, clock=clock)
+        return CgroupIoCollector(CgroupIoConfig(max_cgroups=max_cgroups), context)
 
     def add(self, path: str, devno: str, rb: int, wb: int, r: int, w: int, d: int = 0) -> None:
         """Own I/O of `path`; files get the subtree sums, as the kernel's counters do."""
@@ -215,9 +213,8 @@ def test_max_cgroups_and_counter_reset(tmp_path: Path) -> None:
 
 def test_missing_cgroup_fs_logs_once_and_idles(tmp_path: Path) -> None:
     log = io.StringIO()
-    collector = CgroupIoCollector(
-        CgroupIoConfig(), HostRoots(sys=str(tmp_path)), Logger(log), monotonic=FakeClock()
-    )
+    context = CollectorContext(HostRoots(sys=str(tmp_path)), Logger(log), clock=Clock(FakeClock()))
+    collector = CgroupIoCollector(CgroupIoConfig(), context)
     assert collector.collect().metrics == [] and collector.collect().metrics == []
     assert log.getvalue().count("I! cgroup_io") == 1
 
@@ -238,8 +235,8 @@ def real_cgroup(tmp_path: Path) -> Iterator[tuple[Path, str, int]]:
     hierarchy = find_hierarchy(HostRoots())
     reason = "no cgroup v2 io controller nor v1 blkio mounted" if hierarchy is None else ""
     reason = "needs root" if os.geteuid() != 0 else reason
-    if reason and os.environ.get("CI") != "true":
-        pytest.skip(reason)
+    if reason:
+        skip_or_fail(reason)
     assert hierarchy is not None and not reason, reason
     disk = _whole_disk(os.stat(tmp_path).st_dev)
     directory = Path(hierarchy.root) / f"diskprobe-test-{os.getpid()}"
@@ -268,7 +265,8 @@ def test_real_cgroup_write_rate(tmp_path: Path, real_cgroup: tuple[Path, str, in
         return times[-1]
 
     config = CgroupIoConfig(max_depth=1)
-    collector = CgroupIoCollector(config, HostRoots(), Logger(io.StringIO()), monotonic=monotonic)
+    context = CollectorContext(HostRoots(), Logger(io.StringIO()), clock=Clock(monotonic))
+    collector = CgroupIoCollector(config, context)
     collector.collect()
     mib = 256
     script = 'echo $$ > "$1/cgroup.procs" && exec dd if=/dev/zero of="$2" bs=1M count="$3" '

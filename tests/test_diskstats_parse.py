@@ -1,31 +1,68 @@
-"""Parsing real /proc/diskstats files of every kernel format (fixtures copied from the corpus)."""
+"""Real /proc/diskstats files of every kernel format, read the way production reads them.
+
+IoCollector.collect() has its own loop over the file (read_diskstats_text, then
+parse_diskstats_parts on each line it does not skip), so these cases run the collector on a
+fixture HOST_PROC (fixtures copied from the corpus) with `counters = true`: the raw counters
+of each device come back as fields on the first collect(), and are put back in the kernel's
+order here. tests/test_fuzz_parsers.py fuzzes the same path with broken real files.
+"""
 
 from __future__ import annotations
 
 import io
+from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from diskprobe.collectors.base import CollectorContext
+from diskprobe.collectors.io import IoCollector
+from diskprobe.compute.iostat import COUNTER_FIELDS
+from diskprobe.config import IoConfig
 from diskprobe.log import Logger
+from diskprobe.metric import FieldValue, Metric
 from diskprobe.roots import HostRoots
 from diskprobe.sources.diskstats import (
     DISCARD_SECTORS,
     FLUSH_MS,
     FLUSHES,
+    IN_FLIGHT,
     READS,
     WEIGHTED_MS,
-    parse_diskstats,
-    parse_diskstats_line,
-    read_diskstats,
 )
 
 from helpers import FIXTURES
 
 
+def _collector(proc: Path, log: Logger | None = None) -> IoCollector:
+    """Every device, its raw counters as fields; no /sys nor udev (no tags to read)."""
+    roots = HostRoots(proc=str(proc), sys=str(proc / "no-sys"), run=str(proc / "no-run"))
+    config = IoConfig(exclude=[], counters=True, device_tags=[])
+    return IoCollector(config, CollectorContext(roots=roots, log=log or Logger(io.StringIO())))
+
+
+def _kernel_counters(fields: dict[str, FieldValue]) -> tuple[int, ...]:
+    """The `counters = true` fields back in /proc/diskstats order (bytes back to sectors)."""
+    by_index = {
+        index: int(fields[name]) // scale for name, index, scale in COUNTER_FIELDS if name in fields
+    }
+    by_index[IN_FLIGHT] = int(fields["in_flight"])
+    return tuple(by_index[index] for index in range(len(by_index)))
+
+
+def _counters(metrics: list[Metric]) -> dict[str, tuple[int, ...]]:
+    return {metric.tags["device"]: _kernel_counters(metric.fields) for metric in metrics}
+
+
 def _read(env: str) -> dict[str, tuple[int, ...]]:
-    stats = read_diskstats(HostRoots(proc=str(FIXTURES / env / "proc")))
-    return {stat.name: stat.counters for stat in stats}
+    return _counters(_collector(FIXTURES / env / "proc").collect().metrics)
+
+
+def _write(proc: Path, text: str) -> Path:
+    proc.mkdir(parents=True, exist_ok=True)
+    (proc / "diskstats").write_bytes(text.encode("utf-8", "surrogatepass"))
+    return proc
 
 
 def test_kernel_before_4_18_has_eleven_counters() -> None:
@@ -81,13 +118,13 @@ def test_node_exporter_fixture_counts_by_format() -> None:
     assert sizes.count(11) == 46 and sizes.count(15) == 3 and sizes.count(17) == 2
 
 
-def test_future_kernel_extra_fields_are_ignored() -> None:
+def test_future_kernel_extra_fields_are_ignored(tmp_path: Path) -> None:
     line = "   8 0 sdz " + " ".join(str(n) for n in range(1, 22))  # 21 stats
-    stat = parse_diskstats_line(line)
-    assert stat is not None and len(stat.counters) == 17 and stat.counters[READS] == 1
+    stats = _counters(_collector(_write(tmp_path / "proc", line + "\n")).collect().metrics)
+    assert len(stats["sdz"]) == 17 and stats["sdz"][READS] == 1
 
 
-def test_old_partition_lines_and_garbage_are_skipped_with_one_debug_line() -> None:
+def test_old_partition_lines_and_garbage_are_skipped_with_one_debug_line(tmp_path: Path) -> None:
     text = (
         "   3    1 hda1 35486 38030 38030 38030\n"  # 2.6 partition format: 7 fields
         "   8    0 sda 1 2 3 4 5 6 7 8 0 10 11\n"
@@ -95,21 +132,33 @@ def test_old_partition_lines_and_garbage_are_skipped_with_one_debug_line() -> No
         "   8   32 sdc -1 2 3 4 5 6 7 8 0 10 11\n"
     )
     stream = io.StringIO()
-    log = Logger(stream, debug=True)
-    stats = parse_diskstats(text, log)
-    assert [s.name for s in stats] == ["sda"]
-    parse_diskstats(text, log)  # the same bad lines again: not logged twice
+    collector = _collector(_write(tmp_path / "proc", text), Logger(stream, debug=True))
+    assert [m.tags["device"] for m in collector.collect().metrics] == ["sda"]
+    collector.collect()  # the same bad lines again: not logged twice
     lines = stream.getvalue().splitlines()
     assert len(lines) == 3 and all(line.startswith("D! ") for line in lines)
     assert "hda1" in lines[0] and "sdb" in lines[1]
 
 
+@pytest.fixture(scope="module")
+def proc(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("diskstats") / "proc"
+
+
+def _collect_twice(proc: Path, text: str) -> list[Metric]:
+    """A file's first collect() (counters only) and its second (the unchanged-line path)."""
+    collector = _collector(_write(proc, text), Logger(io.StringIO(), debug=True))
+    first = collector.collect().metrics
+    collector.collect()
+    return first
+
+
 @settings(max_examples=300, deadline=None)
 @given(st.text())
-def test_arbitrary_text_never_raises(text: str) -> None:
-    for stat in parse_diskstats(text, Logger(io.StringIO(), debug=True)):
-        assert len(stat.counters) in (11, 15, 17)
-        assert min(stat.counters) >= 0
+def test_arbitrary_text_never_raises(proc: Path, text: str) -> None:
+    for counters in _counters(_collect_twice(proc, text)).values():
+        assert len(counters) in (11, 15, 17)
+        assert min(counters) >= 0
 
 
 numbers = st.integers(min_value=-5, max_value=2**70).map(str)
@@ -118,5 +167,5 @@ tokens = st.one_of(numbers, st.sampled_from(["sda", "x", "", "-", "1e3", "0x10",
 
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.lists(tokens, max_size=24).map(" ".join), max_size=20))
-def test_diskstats_shaped_noise_never_raises(lines: list[str]) -> None:
-    parse_diskstats("\n".join(lines))
+def test_diskstats_shaped_noise_never_raises(proc: Path, lines: list[str]) -> None:
+    _collect_twice(proc, "\n".join(lines))

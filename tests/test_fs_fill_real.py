@@ -35,6 +35,7 @@ from pathlib import Path
 
 import pytest
 
+from diskprobe.collectors.base import CollectorContext
 from diskprobe.collectors.filesystems import FilesystemsCollector
 from diskprobe.config import FilesystemsConfig
 from diskprobe.log import Logger
@@ -42,6 +43,7 @@ from diskprobe.metric import FieldValue
 from diskprobe.roots import HostRoots
 from diskprobe.state import StateStore
 
+from ci import skip_or_fail
 from helpers import loop_ext4
 
 pytestmark = [pytest.mark.root, pytest.mark.slow]
@@ -75,20 +77,10 @@ MIN_SAMPLES = 6
 WRITE_CAP_FRACTION = 0.6  # writers stop at 60 % of the initial avail: never fill the disk
 
 
-def _under_ci() -> bool:
-    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
-
-
-def _skip_or_fail(reason: str) -> None:
-    if _under_ci():
-        pytest.fail(f"{reason}; CI is set, so this must run", pytrace=False)
-    pytest.skip(reason)
-
-
 @pytest.fixture
 def ext4_mount() -> Iterator[Path]:
     """A freshly made 256 MiB ext4 on a loop device, mounted; all undone even on failure."""
-    with loop_ext4(IMAGE_BYTES, "diskprobe-fill-", _skip_or_fail) as mount_point:
+    with loop_ext4(IMAGE_BYTES, "diskprobe-fill-", skip_or_fail) as mount_point:
         yield mount_point
 
 
@@ -228,9 +220,8 @@ def _collector(
         stat_timeout=5.0,
     )
     log = Logger(log_stream)
-    return FilesystemsCollector(
-        config, HostRoots(), log, StateStore(str(state_dir / "state.json"), log)
-    )
+    state = StateStore(str(state_dir / "state.json"), log)
+    return FilesystemsCollector(config, CollectorContext(HostRoots(), log, state))
 
 
 def _fields(collector: FilesystemsCollector, mount_point: Path) -> dict[str, FieldValue]:

@@ -65,7 +65,7 @@ from typing import IO, Callable
 
 import pytest
 
-from diskprobe.collectors.base import Collection
+from diskprobe.collectors.base import Collection, CollectorContext
 from diskprobe.collectors.filesystems import FilesystemsCollector
 from diskprobe.config import PSEUDO_FILESYSTEMS, FilesystemsConfig
 from diskprobe.log import Logger
@@ -74,6 +74,7 @@ from diskprobe.roots import HostRoots
 from diskprobe.sources.statfs import StatfsProber, WorkerStatfs
 from diskprobe.state import StateStore
 
+from ci import skip_or_fail
 from lineproto import Point, parse_lines
 
 pytestmark = [pytest.mark.root, pytest.mark.slow]
@@ -112,10 +113,6 @@ BATCH_FS_DURATION_MS = 400.0  # under LOOP_TIMEOUT_MS: a later batch never waits
 EXIT_TIMEOUT_SEC = 2.0  # diskprobe exits this soon after EOF on stdin, stuck statfs or not
 
 
-def _under_ci() -> bool:
-    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
-
-
 def _require_fuse() -> None:
     reason = ""
     if os.geteuid() != 0:
@@ -123,9 +120,7 @@ def _require_fuse() -> None:
     elif not Path("/dev/fuse").exists():
         reason = "/dev/fuse is missing (no FUSE in this kernel or container)"
     if reason:
-        if _under_ci():
-            pytest.fail(f"{reason} (CI is set: the runner must provide it)", pytrace=False)
-        pytest.skip(reason)
+        skip_or_fail(reason)
 
 
 def _wait_until(done: Callable[[], bool], timeout: float) -> bool:
@@ -396,7 +391,8 @@ def in_process(hung_mount: HungMount, tmp_path: Path) -> Iterator[InProcess]:
     config = FilesystemsConfig(ignore_fs=IGNORE_FS, stat_timeout=STAT_TIMEOUT_SEC)
     backend = WorkerStatfs()
     prober = StatfsProber(STAT_TIMEOUT_SEC, backend)
-    collector = FilesystemsCollector(config, HostRoots(), log, state, prober=prober)
+    context = CollectorContext(HostRoots(), log, state)
+    collector = FilesystemsCollector(config, context, prober=prober)
     setup = InProcess(collector, prober, backend, stream)
     try:
         yield setup

@@ -21,6 +21,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from diskprobe.collectors.base import Clock, CollectorContext
 from diskprobe.collectors.cgroup_io import CgroupIoCollector
 from diskprobe.collectors.io import IoCollector
 from diskprobe.collectors.pressure import PressureCollector
@@ -31,7 +32,7 @@ from diskprobe.config import CgroupIoConfig, IoConfig, PressureConfig, ProcessIo
 from diskprobe.log import Logger
 from diskprobe.metric import Metric
 from diskprobe.roots import HostRoots
-from diskprobe.smart import json_parser, nvme_cli, text_parser
+from diskprobe.smart import json_parser, nvme_smart_log, text_parser
 from diskprobe.smart.metrics import attribute_metrics, smart_metric
 from diskprobe.smart.verdict import judge
 from diskprobe.sources.mountinfo import parse_mountinfo
@@ -132,8 +133,8 @@ DISKSTATS = (FIXTURES / "procfs_mixed" / "proc" / "diskstats").read_text()
 
 def _io(tmp: Path, samples: list[bytes], elapsed: float) -> None:
     clock = FakeClock()
-    collector = IoCollector(IoConfig(exclude=[], counters=True), roots(tmp), quiet(),
-                            monotonic=clock)  # fmt: skip
+    context = CollectorContext(roots(tmp), quiet(), clock=Clock(clock))
+    collector = IoCollector(IoConfig(exclude=[], counters=True), context)
     for data in samples:
         write(tmp / "proc" / "diskstats", data)
         clock.now += elapsed
@@ -179,7 +180,8 @@ PSI = ("some avg10=1.50 avg60=0.80 avg300=0.20 total=123456\n"
 def _pressure(samples: list[bytes]) -> None:
     tmp = Path(os.environ["FUZZ_TMP"]) / "psi"
     clock = FakeClock()
-    collector = PressureCollector(PressureConfig(), roots(tmp), quiet(), monotonic=clock)
+    context = CollectorContext(roots(tmp), quiet(), clock=Clock(clock))
+    collector = PressureCollector(PressureConfig(), context)
     for data in samples:
         write(tmp / "proc" / "pressure" / "io", data)
         clock.now += 1.0
@@ -211,7 +213,8 @@ def _cgroups(case: tuple[int, list[tuple[bytes, bytes]]]) -> None:
     if version == 2:
         write(root / "cgroup.controllers", b"io\n")
     clock = FakeClock()
-    collector = CgroupIoCollector(CgroupIoConfig(), roots(tmp), quiet(), monotonic=clock)
+    context = CollectorContext(roots(tmp), quiet(), clock=Clock(clock))
+    collector = CgroupIoCollector(CgroupIoConfig(), context)
     for parent, child in samples:
         for directory, data in (("", parent), ("kubepods.slice", child)):
             if version == 2:
@@ -241,7 +244,8 @@ def _process_io(samples: list[bytes]) -> None:
     tmp = Path(os.environ["FUZZ_TMP"]) / "procio"
     clock = FakeClock()
     config = ProcessIoConfig(min_bytes_per_sec=0)
-    collector = ProcessIoCollector(config, roots(tmp), quiet(), monotonic=clock)
+    context = CollectorContext(roots(tmp), quiet(), clock=Clock(clock))
+    collector = ProcessIoCollector(config, context)
     for data in samples:
         write(tmp / "proc" / "4242" / "io", data[:1024])
         clock.now += 1.0
@@ -319,8 +323,8 @@ def _smart_text(text: str) -> None:
 
 def _nvme(text: str) -> None:
     try:
-        health = nvme_cli.parse_smart_log(text, "nvme0")
-    except nvme_cli.NotSmartLog:
+        health = nvme_smart_log.parse_smart_log(text, "nvme0")
+    except nvme_smart_log.NotSmartLog:
         return
     _smart_metrics(health)
 

@@ -9,6 +9,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from diskprobe.collectors.base import Clock, CollectorContext
 from diskprobe.collectors.io import IoCollector
 from diskprobe.compute.counters import counter_deltas
 from diskprobe.compute.iostat import iostat_fields
@@ -43,9 +44,8 @@ class Host:
     def collector(self, **config: object) -> IoCollector:
         log = Logger(self.log_stream, debug=True)
         wall = iter(range(10**18, 10**19, 10**9))
-        return IoCollector(
-            IoConfig(**config), self.roots, log, monotonic=self.clock, wall_ns=lambda: next(wall)
-        )
+        clock = Clock(monotonic=self.clock, wall_ns=lambda: next(wall))
+        return IoCollector(IoConfig(**config), CollectorContext(self.roots, log, clock=clock))
 
     def sample(
         self, collector: IoCollector, lines: list[str], advance: float = 2.0
@@ -175,7 +175,7 @@ def test_real_corpus_files_conform_to_the_schema(tmp_path: Path) -> None:
 
 def test_real_host_proc(tmp_path: Path) -> None:
     log = Logger(io.StringIO())
-    collector = IoCollector(IoConfig(exclude=[], counters=True), HostRoots(), log)
+    collector = IoCollector(IoConfig(exclude=[], counters=True), CollectorContext(log=log))
     collector.collect()
     collection = collector.collect()
     assert collection.items > 0 and len(collection.metrics) == collection.items

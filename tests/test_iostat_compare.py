@@ -37,11 +37,14 @@ from pathlib import Path
 
 import pytest
 
+from diskprobe.collectors.base import CollectorContext
 from diskprobe.collectors.io import IoCollector
 from diskprobe.config import IoConfig
 from diskprobe.log import Logger
 from diskprobe.metric import FieldValue
 from diskprobe.roots import HostRoots
+
+from ci import skip_or_fail
 
 TOOLS = ("losetup", "iostat", "fio")
 BACKING_BYTES = 512 * 1024 * 1024
@@ -111,23 +114,16 @@ HAVE_PROC_SYSCALL = os.path.exists("/proc/self/syscall")
 READS, WRITES, IO_MS, WEIGHTED_MS = 0, 4, 9, 10
 
 
-def _under_ci() -> bool:
-    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
-
-
 def _run(*argv: str, check: bool = True) -> subprocess.CompletedProcess[str]:
     return subprocess.run(argv, check=check, capture_output=True, text=True, timeout=60)
 
 
 def _require_environment() -> None:
     if os.geteuid() != 0:
-        pytest.skip("needs root: attaches a loop device (losetup) and reads its I/O counters")
+        skip_or_fail("needs root: attaches a loop device (losetup) and reads its I/O counters")
     missing = [tool for tool in TOOLS if shutil.which(tool) is None]
     if missing:
-        reason = f"{', '.join(missing)} not on PATH (packages util-linux, sysstat, fio)"
-        if _under_ci():
-            pytest.fail(f"{reason}; CI is set and tests/run.sh installs them", pytrace=False)
-        pytest.skip(reason)
+        skip_or_fail(f"{', '.join(missing)} not on PATH (packages util-linux, sysstat, fio)")
 
 
 def _counters(device: str) -> list[int]:
@@ -195,7 +191,7 @@ def _detach_loop(path: str) -> None:
 def _dm_linear_over(request: pytest.FixtureRequest, loop_path: str) -> str:
     """A device-mapper linear target over `loop_path`: its kernel name (dm-N)."""
     if shutil.which("dmsetup") is None:
-        pytest.skip("loop device lacks I/O accounting and dmsetup is not installed")
+        skip_or_fail("loop device lacks I/O accounting and dmsetup is not installed")
     name = f"diskprobe-test-{os.getpid()}-{Path(loop_path).name}"
     sectors = BACKING_BYTES // 512
     created = _run(
@@ -204,7 +200,7 @@ def _dm_linear_over(request: pytest.FixtureRequest, loop_path: str) -> str:
     if created.returncode != 0:
         lines = [line.strip() for line in created.stderr.splitlines() if line.strip()]
         why = " / ".join(lines) or "dmsetup create failed"
-        pytest.skip(f"loop device lacks I/O accounting and no device-mapper over it: {why}")
+        pytest.skip(f"loop device lacks I/O accounting, no device-mapper over it: {why} (kernel)")
 
     def remove() -> None:
         for _attempt in range(20):
@@ -249,7 +245,7 @@ def measured_device(request: pytest.FixtureRequest, loop_device: str) -> BlockDe
     dm_name = _dm_linear_over(request, f"/dev/{loop_device}")
     dm_problem = _accounting_problem(dm_name)
     if dm_problem is not None:
-        pytest.skip(f"no device with I/O accounting: {problem}; {dm_problem}")
+        pytest.skip(f"no device with I/O accounting (kernel): {problem}; {dm_problem}")
     return BlockDevice(dm_name, f"dm linear over {loop_device}, {direct} ({problem})")
 
 
@@ -332,7 +328,8 @@ class SideBySide:
 
 
 def _sample_side_by_side(device: str) -> SideBySide:
-    collector = IoCollector(IoConfig(devices=[device], exclude=[]), HostRoots(), Logger())
+    context = CollectorContext(HostRoots(), Logger())
+    collector = IoCollector(IoConfig(devices=[device], exclude=[]), context)
     env = {key: value for key, value in os.environ.items() if key != "POSIXLY_CORRECT"}
     env["LC_ALL"] = "C"  # "1.50", not "1,50"
     argv = ["iostat", "-x", "-y", "-d", "-o", "JSON", device, str(WINDOW_SEC), "1"]

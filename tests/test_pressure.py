@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from diskprobe.collectors.base import Clock, CollectorContext
 from diskprobe.collectors.pressure import PressureCollector
 from diskprobe.config import PressureConfig
 from diskprobe.log import Logger
@@ -31,7 +32,8 @@ SOME_ONLY_2 = "some avg10=0.10 avg60=0.20 avg300=0.30 total=2500\n"
 
 def _collector(proc: Path, clock: FakeClock, stream: io.StringIO) -> PressureCollector:
     roots = HostRoots(proc=str(proc))
-    return PressureCollector(PressureConfig(), roots, Logger(stream), clock, lambda: 1)
+    context = CollectorContext(roots, Logger(stream), clock=Clock(clock, lambda: 1))
+    return PressureCollector(PressureConfig(), context)
 
 
 def _write(proc: Path, text: str) -> None:
@@ -116,7 +118,8 @@ def test_other_read_errors_do_not_turn_it_off(tmp_path: Path) -> None:
 
 @pytest.mark.skipif(not os.path.exists("/proc/pressure/io"), reason="no PSI on this kernel")
 def test_real_proc_pressure_io() -> None:
-    collector = PressureCollector(PressureConfig(), HostRoots(), Logger(io.StringIO()))
+    context = CollectorContext(HostRoots(), Logger(io.StringIO()))
+    collector = PressureCollector(PressureConfig(), context)
     collector.collect()
     metrics = collector.collect().metrics
     assert len(metrics) == 1

@@ -13,6 +13,7 @@ from typing import Iterator
 import pytest
 
 from diskprobe.collectors import process_io as module
+from diskprobe.collectors.base import CollectorContext
 from diskprobe.collectors.process_io import ProcessIoCollector
 from diskprobe.config import ProcessIoConfig
 from diskprobe.log import Logger
@@ -63,7 +64,8 @@ def _total(fields: dict[str, object]) -> float:
 
 
 def _collector(stream: io.StringIO, **config: object) -> ProcessIoCollector:
-    return ProcessIoCollector(ProcessIoConfig(**config), HostRoots(), Logger(stream))
+    context = CollectorContext(HostRoots(), Logger(stream))
+    return ProcessIoCollector(ProcessIoConfig(**config), context)
 
 
 def test_parse_proc_io_and_cgroup() -> None:

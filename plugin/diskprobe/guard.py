@@ -17,6 +17,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence, Union
 
+from diskprobe.collectors.base import Clock, CollectorContext
 from diskprobe.collectors.filesystems import MEASUREMENT, FilesystemsCollector
 from diskprobe.compute.mount_selection import MountTarget, select_mounts
 from diskprobe.config import FilesystemsConfig
@@ -150,9 +151,10 @@ class DiskGuard:
             forecast_window=_seconds(forecast_window), forecast_min_samples=forecast_min_samples,
         )  # fmt: skip
         self._targets: list[MountTarget] = []  # the guard's mounts, set before each collect()
+        wall_clock = Clock(wall_ns=lambda: round(wall() * 1e9))  # the forecast runs on `wall`
         self._collector = FilesystemsCollector(
-            config, HostRoots(), log or Logger(), self._state, prober=prober, wall=wall,
-            targets=lambda: self._targets,
+            config, CollectorContext(HostRoots(), log or Logger(), self._state, wall_clock),
+            prober=prober, targets=lambda: self._targets,
         )  # fmt: skip
         self._wall = wall
 

@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional
 
+from diskprobe.collectors.base import Clock, CollectorContext
 from diskprobe.collectors.io import GAUGES, IoCollector
 from diskprobe.compute.counters import counter_deltas
 from diskprobe.compute.iostat import iostat_fields
@@ -51,7 +52,7 @@ from diskprobe.log import Logger
 from diskprobe.metric import FieldValue, Metric
 from diskprobe.roots import HostRoots
 from diskprobe.serializers.influx import InfluxSerializer
-from diskprobe.sources.diskstats import parse_diskstats
+from diskprobe.sources.diskstats import DiskStat, parse_diskstats_parts, read_diskstats_text
 
 TARGET_CPU_MS = 20.0
 TARGET_DEVICES = 4000
@@ -222,9 +223,10 @@ class CycleClock:
 
 def make_collector(host: SyntheticHost, config: IoConfig, clock: CycleClock) -> IoCollector:
     wall = iter(range(FIRST_TIME_NS, 1 << 62, int(INTERVAL_SEC * 1e9)))
-    return IoCollector(
-        config, host.roots, Logger(io.StringIO()), monotonic=clock, wall_ns=lambda: next(wall)
+    context = CollectorContext(
+        roots=host.roots, log=Logger(io.StringIO()), clock=Clock(clock, lambda: next(wall))
     )
+    return IoCollector(config, context)
 
 
 def next_cycle(host: SyntheticHost, clock: CycleClock) -> None:
@@ -314,14 +316,14 @@ def python_speed_ms() -> float:
 
 
 def phase_breakdown(host: SyntheticHost, config: IoConfig, cycles: int) -> str:
-    """collect()'s main steps timed one by one with the plugin's own functions."""
+    """collect()'s main steps timed one by one with the functions collect() calls."""
     clock = CycleClock()
     collector = make_collector(host, config, clock)
     collector.collect()
-    previous = {stat.name: stat for stat in parse_diskstats(_read_diskstats(host))}
+    previous = {stat.name: stat for stat in _parse_all(read_diskstats_text(host.roots))}
     phases: dict[str, list[float]] = {
         "read /proc/diskstats": [],
-        "parse_diskstats (all lines)": [],
+        "split + parse_diskstats_parts (all lines)": [],
         "name selection (cached, as collect())": [],
         "counter_deltas (selected)": [],
         "iostat_fields (selected)": [],
@@ -331,9 +333,9 @@ def phase_breakdown(host: SyntheticHost, config: IoConfig, cycles: int) -> str:
     for _ in range(cycles):
         next_cycle(host, clock)
         marks = [time.process_time()]
-        text = _read_diskstats(host)
+        text = read_diskstats_text(host.roots)
         marks.append(time.process_time())
-        stats = parse_diskstats(text)
+        stats = _parse_all(text)
         marks.append(time.process_time())
         selected = [stat for stat in stats if _selected(stat.name, config, selected_names)]
         marks.append(time.process_time())
@@ -356,9 +358,10 @@ def phase_breakdown(host: SyntheticHost, config: IoConfig, cycles: int) -> str:
     return "\n".join(rows)
 
 
-def _read_diskstats(host: SyntheticHost) -> str:
-    with open(host.roots.proc_path("diskstats"), encoding="utf-8") as handle:
-        return handle.read()
+def _parse_all(text: str) -> list[DiskStat]:
+    """Every line as collect() parses a changed one (it skips the parse of an unchanged one)."""
+    parsed = (parse_diskstats_parts(line.split(None, 3)) for line in text.splitlines())
+    return [stat for stat in parsed if stat is not None]
 
 
 def _selected(name: str, config: IoConfig, cache: dict[str, bool]) -> bool:

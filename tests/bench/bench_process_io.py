@@ -24,6 +24,7 @@ from typing import Callable
 
 import psutil
 
+from diskprobe.collectors.base import CollectorContext
 from diskprobe.collectors.process_io import ProcessIoCollector
 from diskprobe.config import ProcessIoConfig
 from diskprobe.log import Logger
@@ -82,7 +83,8 @@ def main() -> None:
     try:
         wait_for(group, args.processes)
         print(f"processes on the host: {len(psutil.pids())}")
-        collector = ProcessIoCollector(ProcessIoConfig(), HostRoots(), Logger(io.StringIO()))
+        context = CollectorContext(roots=HostRoots(), log=Logger(io.StringIO()))
+        collector = ProcessIoCollector(ProcessIoConfig(), context)
         report("collect(), first (prime: start time of all)", cpu_ms(collector.collect, 1))
         median = report("collect(), steady state", cpu_ms(collector.collect, args.cycles))
         psutil_scan()  # fill psutil's Process cache, as a long-running agent would

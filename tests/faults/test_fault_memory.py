@@ -10,6 +10,7 @@ import io
 import weakref
 from pathlib import Path
 
+from diskprobe.collectors.base import Clock, CollectorContext
 from diskprobe.collectors.filesystems import FilesystemsCollector
 from diskprobe.collectors.io import IoCollector
 from diskprobe.config import FilesystemsConfig, IoConfig
@@ -42,7 +43,8 @@ def test_excluded_devices_that_churn_are_forgotten(fake_host: FakeHost) -> None:
     selection cache must still forget them when they are gone."""
     roots = HostRoots(proc=str(fake_host.proc), sys=str(fake_host.sys), run=str(fake_host.root))
     clock = iter(float(n) for n in range(10 * CHURN))
-    collector = IoCollector(IoConfig(), roots, Logger(io.StringIO()), monotonic=lambda: next(clock))
+    context = CollectorContext(roots, Logger(io.StringIO()), clock=Clock(lambda: next(clock)))
+    collector = IoCollector(IoConfig(), context)
     for n in range(CHURN):
         loop = f"   7 {n % 256:7d} loop{n} 1 0 8 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n"
         fake_host.write("proc/diskstats", DISKSTATS + loop)
@@ -95,10 +97,10 @@ def test_failing_mounts_that_churn_are_forgotten(fake_host: FakeHost, tmp_path: 
     collector's failure notes for the life of the process."""
     roots = HostRoots(proc=str(fake_host.proc), sys=str(fake_host.sys), run=str(fake_host.root))
     log = Logger(io.StringIO())
+    context = CollectorContext(roots, log, StateStore.in_memory(log))
     collector = FilesystemsCollector(
-        FilesystemsConfig(), roots, log, StateStore.in_memory(log),
-        prober=StatfsProber(5.0, ThreadStatfs()),
-    )  # fmt: skip
+        FilesystemsConfig(), context, prober=StatfsProber(5.0, ThreadStatfs())
+    )
     try:
         for n in range(CHURN // 10):
             gone = tmp_path / f"pod{n}"  # never created: statfs fails with ENOENT

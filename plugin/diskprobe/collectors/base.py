@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Callable, ClassVar, Generic, Protocol, TypeVar
+from typing import Callable, Generic, Protocol, TypeVar
 
 from diskprobe.log import Logger
 from diskprobe.metric import FieldValue, Metric
@@ -70,8 +70,9 @@ ConfigT = TypeVar("ConfigT", bound=SectionConfig)
 class BaseCollector(Generic[ConfigT]):
     """The part every collector shares: its config section, the context, no helpers to close."""
 
-    name: ClassVar[str]
-    needs_prime: ClassVar[bool] = True
+    # Set on each subclass. Not ClassVar: the Collector protocol reads them as attributes.
+    name: str
+    needs_prime: bool = True
 
     def __init__(self, config: ConfigT, context: CollectorContext) -> None:
         self.config = config

@@ -16,15 +16,12 @@ cgroup has a throttle limit on it: without one the v1 counters stay at zero.
 from __future__ import annotations
 
 import os
-import time
-from typing import Callable
 
-from diskprobe.collectors.base import Collection
+from diskprobe.collectors.base import BaseCollector, Collection, CollectorContext
 from diskprobe.compute.cgroup_tags import cgroup_tags
 from diskprobe.config import CgroupIoConfig
-from diskprobe.log import Logger
 from diskprobe.metric import FieldValue, Metric
-from diskprobe.roots import HostRoots
+from diskprobe.schema.cgroup_io import CGROUP_IO
 from diskprobe.sources.cgroups import (
     DISCARD_BYTES,
     READ_BYTES,
@@ -40,7 +37,7 @@ from diskprobe.sources.cgroups import (
 )
 from diskprobe.sources.pressure import parse_pressure
 
-MEASUREMENT = "diskprobe_cgroup_io"
+MEASUREMENT = CGROUP_IO.name
 RATE_FIELDS = (
     "read_bytes_per_sec",
     "write_bytes_per_sec",
@@ -85,35 +82,20 @@ def own_rates(subtree: dict[str, Rates]) -> dict[str, Rates]:
     return own
 
 
-class CgroupIoCollector:
+class CgroupIoCollector(BaseCollector[CgroupIoConfig]):
     """Keeps the previous counters per cgroup; each collect() yields the busiest cgroups."""
 
     name = "cgroup_io"
     needs_prime = True
 
-    def __init__(
-        self,
-        config: CgroupIoConfig,
-        roots: HostRoots,
-        log: Logger,
-        monotonic: Callable[[], float] = time.monotonic,
-        wall_ns: Callable[[], int] = time.time_ns,
-    ) -> None:
-        self.config = config
-        self.interval = config.interval
-        self._roots = roots
-        self._log = log
-        self._monotonic = monotonic
-        self._wall_ns = wall_ns
+    def __init__(self, config: CgroupIoConfig, context: CollectorContext) -> None:
+        super().__init__(config, context)
         self._hierarchy: Hierarchy | None = None
         self._previous: dict[str, Sample] = {}
         self._previous_at = 0.0
-        self._devices = DeviceNames(roots)
+        self._devices = DeviceNames(self._roots)
         self._tags: dict[str, dict[str, str]] = {}
         self._bad: set[str] = set()  # cgroups with a malformed counter line last cycle
-
-    def close(self) -> None:
-        pass
 
     def _find(self) -> Hierarchy | None:
         if self._hierarchy is None:
@@ -129,7 +111,7 @@ class CgroupIoCollector:
         hierarchy = self._find()
         if hierarchy is None:
             return Collection()
-        now, time_ns = self._monotonic(), self._wall_ns()
+        now, time_ns = self._clock.monotonic(), self._clock.wall_ns()
         elapsed, previous = now - self._previous_at, self._previous
         current: dict[str, Sample] = {}
         subtree: dict[str, Rates] = {}

@@ -4,23 +4,20 @@ from __future__ import annotations
 
 import errno
 import os
-import time
 from typing import Any, Callable
 
-from diskprobe.collectors.base import Collection
+from diskprobe.collectors.base import BaseCollector, Collection, CollectorContext
 from diskprobe.compute.forecast import ForecastWindow
 from diskprobe.compute.mount_selection import MountTarget, select_mounts
 from diskprobe.compute.usage import usage_fields
 from diskprobe.config import FilesystemsConfig
-from diskprobe.log import Logger
 from diskprobe.metric import FieldValue, Metric
-from diskprobe.roots import HostRoots
+from diskprobe.schema.fs import FS
 from diskprobe.sources.mountinfo import read_mountinfo
 from diskprobe.sources.statfs import StatfsProber
-from diskprobe.state import StateStore
 from diskprobe.state_sections import dict_of, finite_number
 
-MEASUREMENT = "diskprobe_fs"
+MEASUREMENT = FS.name
 # Errors that mean "the filesystem is there but not answering": a dead FUSE daemon
 # (ENOTCONN), a stale or unreachable NFS server. Reported as responsive=false.
 UNRESPONSIVE_ERRNOS = frozenset(
@@ -30,27 +27,24 @@ UNRESPONSIVE_ERRNOS = frozenset(
 STATE_SECTION = "fs_forecast"
 
 
-class FilesystemsCollector:
+class FilesystemsCollector(BaseCollector[FilesystemsConfig]):
+    """Usage of the selected mounts; the forecast windows live in the state store."""
+
     name = "filesystems"
     needs_prime = False
 
     def __init__(
         self,
         config: FilesystemsConfig,
-        roots: HostRoots,
-        log: Logger,
-        state: StateStore,
+        context: CollectorContext,
+        *,
         prober: StatfsProber | None = None,
-        wall: Callable[[], float] = time.time,
         targets: Callable[[], list[MountTarget]] | None = None,
     ) -> None:
-        self.config = config
-        self.interval = config.interval
-        self._roots = roots
-        self._log = log
+        super().__init__(config, context)
+        state = context.state_store()
         self._windows: dict[str, Any] = state.section(STATE_SECTION, _valid_windows)
         self._prober = prober or StatfsProber(config.stat_timeout)
-        self._wall = wall
         self._chosen_targets = targets
         self._stuck: set[str] = set()  # timed out: W! logged, I! due when it answers
         self._failing: dict[str, int] = {}  # path -> errno last logged
@@ -71,7 +65,9 @@ class FilesystemsCollector:
     def collect(self) -> Collection:
         targets = self._targets()
         results = self._prober.probe([target.stat_path for target in targets])
-        now, time_ns = self._wall(), time.time_ns()
+        # One reading: the forecast's time and the points' timestamp are the same instant.
+        time_ns = self._clock.wall_ns()
+        now = time_ns / 1e9
         collection = Collection(items=len(targets))
         for target in targets:
             result = results[target.stat_path]

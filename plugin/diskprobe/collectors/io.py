@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 import fnmatch
-import time
 import zlib
-from typing import Callable, NamedTuple
+from typing import NamedTuple
 
-from diskprobe.collectors.base import Collection
+from diskprobe.collectors.base import BaseCollector, Collection, CollectorContext
 from diskprobe.compute.iostat import GAUGES, counter_fields, disk_deltas, iostat_fields
 from diskprobe.config import IoConfig
-from diskprobe.log import Logger
 from diskprobe.metric import FieldValue, Metric
-from diskprobe.roots import HostRoots
+from diskprobe.schema.io import IO
 from diskprobe.sources.blockinfo import BlockInfo, read_block_info
 from diskprobe.sources.diskstats import (
     IN_FLIGHT,
@@ -23,7 +21,7 @@ from diskprobe.sources.diskstats import (
     read_diskstats_text,
 )
 
-MEASUREMENT = "diskprobe_io"
+MEASUREMENT = IO.name
 __all__ = ["GAUGES", "MEASUREMENT", "IoCollector"]  # GAUGES: kept importable from here
 INFO_REFRESH_SEC = 3600.0  # re-read model/serial hourly (staggered): udev may fill them late
 
@@ -36,27 +34,16 @@ class _CachedInfo(NamedTuple):
     read_at: float
 
 
-class IoCollector:
+class IoCollector(BaseCollector[IoConfig]):
     """Keeps the previous sample per device; each collect() yields rates since then."""
 
     name = "io"
     needs_prime = True
 
     def __init__(
-        self,
-        config: IoConfig,
-        roots: HostRoots,
-        log: Logger,
-        monotonic: Callable[[], float] = time.monotonic,
-        wall_ns: Callable[[], int] = time.time_ns,
-        long_bits: int | None = None,
+        self, config: IoConfig, context: CollectorContext, *, long_bits: int | None = None
     ) -> None:
-        self.config = config
-        self.interval = config.interval
-        self._roots = roots
-        self._log = log
-        self._monotonic = monotonic
-        self._wall_ns = wall_ns
+        super().__init__(config, context)
         # name -> (its raw line, parsed): an identical line next time means an idle device.
         # Every device in _previous was sampled by the same collect(), at _previous_at.
         self._previous: dict[str, tuple[str, DiskStat]] = {}
@@ -98,15 +85,12 @@ class IoCollector:
             tags["dm_name"] = info.dm_name
         return tags
 
-    def close(self) -> None:
-        pass
-
     def collect(self) -> Collection:
         """One pass over the file. It runs every interval over thousands of lines on a busy
         node, so the common cases are short and inline: an excluded name costs one split, an
         unchanged line (an idle device) a string comparison and a copy of the zero template."""
         text = read_diskstats_text(self._roots)
-        now, time_ns = self._monotonic(), self._wall_ns()
+        now, time_ns = self._clock.monotonic(), self._clock.wall_ns()
         elapsed = now - self._previous_at if self._previous_at is not None else 0.0
         metrics: list[Metric] = []
         current: dict[str, tuple[str, DiskStat]] = {}
@@ -117,8 +101,7 @@ class IoCollector:
         for line in lines:
             parts = line.split(None, 3)
             if len(parts) != 4:
-                if line.strip():
-                    skipped.append(line)
+                skipped.append(line)  # blank ones are left out after the loop
                 continue
             name = parts[2]
             # The name first: excluded devices (often most of them) cost no int parsing.
@@ -150,16 +133,21 @@ class IoCollector:
             if fields:
                 metrics.append(Metric(MEASUREMENT, cached.tags, fields, time_ns))
         self._previous, self._previous_at = current, now
+        self._after_pass(text, len(lines), seen, skipped)
+        return Collection(metrics=metrics, items=len(current))
+
+    def _after_pass(self, text: str, line_count: int, seen: set[str], skipped: list[str]) -> None:
+        """Once per collect(), after the loop: what to say about bad lines, what to forget."""
+        skipped = [line for line in skipped if line.strip()]  # a blank line is no bad line
         if skipped or self._skipped:
             self._note_skipped(skipped)
         if (not seen and (skipped or not text.strip())) or self._unreadable:
             self._note_unreadable(bool(seen), len(skipped))
-        if len(self._info) > 2 * len(seen) + 64 or len(self._selected) > 2 * len(lines) + 64:
+        if len(self._info) > 2 * len(seen) + 64 or len(self._selected) > 2 * line_count + 64:
             # Devices come and go (loop, dm): forget the ones no longer present. Excluded
             # names (loop* by default) are only in _selected, so it is bounded on its own.
             self._info = {name: info for name, info in self._info.items() if name in seen}
             self._selected.clear()
-        return Collection(metrics=metrics, items=len(current))
 
     def _note_skipped(self, lines: list[str]) -> None:
         """One D! per device when its line turns bad, not every cycle it stays bad; only
@@ -175,11 +163,11 @@ class IoCollector:
         path = self._roots.proc_path("diskstats")
         if readable and self._unreadable:
             self._unreadable = False
-            self._log.info(f"io: {path} has device lines again; diskprobe_io resumes")
+            self._log.info(f"io: {path} has device lines again; {MEASUREMENT} resumes")
         elif not readable and not self._unreadable:
             self._unreadable = True
             what = f"{skipped} unreadable lines" if skipped else "it is empty"
-            self._log.warn(f"io: no device line in {path} ({what}); no diskprobe_io points")
+            self._log.warn(f"io: no device line in {path} ({what}); no {MEASUREMENT} points")
 
     @staticmethod
     def _with_counters(stat: DiskStat, rates: dict[str, FieldValue]) -> dict[str, FieldValue]:

@@ -3,17 +3,14 @@
 from __future__ import annotations
 
 import errno
-import time
-from typing import Callable
 
-from diskprobe.collectors.base import Collection
+from diskprobe.collectors.base import BaseCollector, Collection, CollectorContext
 from diskprobe.config import PressureConfig
-from diskprobe.log import Logger
 from diskprobe.metric import FieldValue, Metric
-from diskprobe.roots import HostRoots
+from diskprobe.schema.pressure import PRESSURE
 from diskprobe.sources.pressure import Pressure, PsiLine, pressure_path, read_pressure
 
-MEASUREMENT = "diskprobe_pressure"
+MEASUREMENT = PRESSURE.name
 # No PSI: the file is missing (kernel < 4.20, CONFIG_PSI=n) or reads fail with EOPNOTSUPP
 # (psi=0 on the kernel command line); neither changes while the host runs.
 ABSENT_ERRNOS = frozenset({errno.ENOENT, errno.ENOTDIR, errno.EOPNOTSUPP, errno.ENOTSUP})
@@ -52,31 +49,16 @@ def pressure_fields(
     return fields
 
 
-class PressureCollector:
+class PressureCollector(BaseCollector[PressureConfig]):
     """Reads HOST_PROC/pressure/io each interval; turns itself off for good without PSI."""
 
     name = "pressure"
     needs_prime = True
 
-    def __init__(
-        self,
-        config: PressureConfig,
-        roots: HostRoots,
-        log: Logger,
-        monotonic: Callable[[], float] = time.monotonic,
-        wall_ns: Callable[[], int] = time.time_ns,
-    ) -> None:
-        self.config = config
-        self.interval = config.interval
-        self._roots = roots
-        self._log = log
-        self._monotonic = monotonic
-        self._wall_ns = wall_ns
+    def __init__(self, config: PressureConfig, context: CollectorContext) -> None:
+        super().__init__(config, context)
         self._previous: tuple[Pressure, float] | None = None
         self.disabled = False
-
-    def close(self) -> None:
-        pass
 
     def collect(self) -> Collection:
         if self.disabled:
@@ -85,7 +67,7 @@ class PressureCollector:
             pressure = read_pressure(self._roots)
         except OSError as error:
             return self._failed(error)
-        now, time_ns = self._monotonic(), self._wall_ns()
+        now, time_ns = self._clock.monotonic(), self._clock.wall_ns()
         if pressure is None:
             self._log.warn_once("pressure-parse", f"pressure: cannot parse {self._path()}")
             return Collection(errors=1)
@@ -108,7 +90,7 @@ class PressureCollector:
             self._log.info(
                 f"pressure: no I/O pressure information at {self._path()} "
                 f"({error.strerror or error}: kernel older than 4.20, CONFIG_PSI off or psi=0 "
-                "on the kernel command line); diskprobe_pressure is off"
+                f"on the kernel command line); {MEASUREMENT} is off"
             )
             return Collection()
         self._log.warn_once("pressure-read", f"pressure: cannot read {self._path()}: {error}")

@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
-from typing import Callable
 
-from diskprobe.collectors.base import Collection
+from diskprobe.collectors.base import BaseCollector, Collection, CollectorContext
 from diskprobe.config import ProcessIoConfig
-from diskprobe.log import Logger
 from diskprobe.metric import FieldValue, Metric
-from diskprobe.roots import HostRoots
+from diskprobe.schema.process_io import PROCESS_IO
 from diskprobe.sources.procio import (
     Details,
     MalformedIo,
@@ -22,7 +19,7 @@ from diskprobe.sources.procio import (
     use_roots,
 )
 
-MEASUREMENT = "diskprobe_process_io"
+MEASUREMENT = PROCESS_IO.name
 
 
 @dataclass
@@ -41,38 +38,23 @@ class _Candidate:
     write_rate: float
 
 
-class ProcessIoCollector:
+class ProcessIoCollector(BaseCollector[ProcessIoConfig]):
     """Keeps every process's counters from the previous scan; reports the busiest few."""
 
     name = "process_io"
     needs_prime = True
 
-    def __init__(
-        self,
-        config: ProcessIoConfig,
-        roots: HostRoots,
-        log: Logger,
-        monotonic: Callable[[], float] = time.monotonic,
-        wall_ns: Callable[[], int] = time.time_ns,
-    ) -> None:
-        self.config = config
-        self.interval = config.interval
-        self._roots = roots
-        self._log = log
-        self._monotonic = monotonic
-        self._wall_ns = wall_ns
+    def __init__(self, config: ProcessIoConfig, context: CollectorContext) -> None:
+        super().__init__(config, context)
         self._previous: dict[int, _Seen] = {}
         self._previous_at: float | None = None
         self._malformed: set[int] = set()  # pids whose io file was malformed last scan
-        use_roots(roots)
-
-    def close(self) -> None:
-        pass
+        use_roots(self._roots)
 
     def collect(self) -> Collection:
         use_roots(self._roots)
         scan = scan_io(self._roots)
-        now, time_ns = self._monotonic(), self._wall_ns()
+        now, time_ns = self._clock.monotonic(), self._clock.wall_ns()
         self._log_unreadable(scan)
         elapsed = now - self._previous_at if self._previous_at is not None else 0.0
         candidates = self._update(scan, elapsed)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from diskprobe.collectors.base import Collector
+from diskprobe.collectors.base import Collector, CollectorContext
 from diskprobe.collectors.cgroup_io import CgroupIoCollector
 from diskprobe.collectors.filesystems import FilesystemsCollector
 from diskprobe.collectors.io import IoCollector
@@ -10,25 +10,23 @@ from diskprobe.collectors.pressure import PressureCollector
 from diskprobe.collectors.process_io import ProcessIoCollector
 from diskprobe.collectors.smart import SmartCollector
 from diskprobe.config import AgentConfig
-from diskprobe.log import Logger
-from diskprobe.roots import HostRoots
-from diskprobe.state import StateStore
 
 
 def build_collectors(
-    config: AgentConfig, roots: HostRoots, log: Logger, state: StateStore, once: bool = False
+    config: AgentConfig, context: CollectorContext, once: bool = False
 ) -> list[Collector]:
+    """`once` (--once): SMART waits for its reads instead of emitting them a tick later."""
     collectors: list[Collector] = []
     if config.io.enabled:
-        collectors.append(IoCollector(config.io, roots, log))
+        collectors.append(IoCollector(config.io, context))
     if config.filesystems.enabled:
-        collectors.append(FilesystemsCollector(config.filesystems, roots, log, state))
+        collectors.append(FilesystemsCollector(config.filesystems, context))
     if config.smart.enabled:
-        collectors.append(SmartCollector(config.smart, log, state, blocking=once, roots=roots))
+        collectors.append(SmartCollector(config.smart, context, blocking=once))
     if config.pressure.enabled:
-        collectors.append(PressureCollector(config.pressure, roots, log))
+        collectors.append(PressureCollector(config.pressure, context))
     if config.process_io.enabled:
-        collectors.append(ProcessIoCollector(config.process_io, roots, log))
+        collectors.append(ProcessIoCollector(config.process_io, context))
     if config.cgroup_io.enabled:
-        collectors.append(CgroupIoCollector(config.cgroup_io, roots, log))
+        collectors.append(CgroupIoCollector(config.cgroup_io, context))
     return collectors

@@ -1,4 +1,7 @@
-"""/proc/diskstats: `read_diskstats(roots)` is `parse_diskstats(text)` on the host's file.
+"""/proc/diskstats: the file's text, and one line already split as `line.split(None, 3)`.
+
+The loop over the lines is IoCollector.collect()'s own (it skips the parse of an excluded
+or unchanged line): `read_diskstats_text` then `parse_diskstats_parts` for each line left.
 
 Line formats by kernel (after `major minor name`):
   11 stats, before 4.18:  "   8       0 sda 3462 1109 219406 1550 ..." (14 fields in all)
@@ -16,7 +19,6 @@ from __future__ import annotations
 import os
 from typing import NamedTuple
 
-from diskprobe.log import Logger
 from diskprobe.roots import HostRoots
 from diskprobe.sources.u64 import U64_LIMIT
 
@@ -39,14 +41,6 @@ class DiskStat(NamedTuple):
     minor: int
     name: str
     counters: tuple[int, ...]
-
-    @property
-    def has_discards(self) -> bool:
-        return len(self.counters) >= WITH_DISCARDS
-
-    @property
-    def has_flushes(self) -> bool:
-        return len(self.counters) >= WITH_FLUSHES
 
 
 def _stat_count(available: int) -> int:
@@ -94,36 +88,9 @@ def line_key(line: str) -> str:
     return parts[2] if len(parts) >= 3 else "(short line)"
 
 
-def parse_diskstats_line(line: str) -> DiskStat | None:
-    """Parse one line; None for lines that are not a usable device line."""
-    return parse_diskstats_parts(line.split(None, 3))
-
-
-def parse_diskstats(text: str, log: Logger | None = None) -> list[DiskStat]:
-    """Parse the whole file; bad lines are skipped with one D! line each (once per device)."""
-    stats: list[DiskStat] = []
-    for line in text.splitlines():
-        if not line.strip():
-            continue
-        stat = parse_diskstats_line(line)
-        if stat is None:
-            if log is not None:
-                log.debug_once(
-                    f"diskstats-skip:{line_key(line)}",
-                    f"diskstats: skipping line {line.strip()[:200]!r}",
-                )
-            continue
-        stats.append(stat)
-    return stats
-
-
 def read_diskstats_text(roots: HostRoots) -> str:
     with open(roots.proc_path("diskstats"), encoding="utf-8", errors="replace") as handle:
         return handle.read()
-
-
-def read_diskstats(roots: HostRoots, log: Logger | None = None) -> list[DiskStat]:
-    return parse_diskstats(read_diskstats_text(roots), log)
 
 
 def kernel_long_bits() -> int:
