@@ -15,7 +15,7 @@ HERE = Path(__file__).resolve().parent
 if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 
-from dashgen.outputs import Options, alert_table, render_all  # noqa: E402
+from dashgen.rendered import Options, alert_table, render_all  # noqa: E402
 
 GENERATED_DIRS = ("grafana", "chronograf", "alerts")
 README = "README.md"

@@ -41,6 +41,7 @@ from diskprobe.serializers.collectd import (
     render_mapping,
 )
 
+from ci import skip_or_fail
 from lineproto import parse_lines
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -54,18 +55,6 @@ EXPECTED_TYPES = {
     "gauge", "bool", "percent", "bytes", "operations_per_second", "latency", "duration",
     "temperature", "queue_length", "count",
 }  # fmt: skip
-
-
-def _under_ci() -> bool:
-    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
-
-
-def _skip_or_fail(reason: str) -> None:
-    if _under_ci():
-        pytest.fail(
-            f"{reason}; CI is set, so this must run (tests/run.sh installs it)", pytrace=False
-        )
-    pytest.skip(reason)
 
 
 def _lines(metrics: list[Metric], host: str = "h", interval: float = 10.0) -> list[str]:
@@ -261,7 +250,7 @@ def test_serializer_writes_exactly_the_mapped_fields() -> None:
 
 def _types_db() -> dict[str, list[str]]:
     if not TYPES_DB.exists():
-        _skip_or_fail(f"{TYPES_DB} missing: install {' '.join(APT_PACKAGES[:1])}")
+        skip_or_fail(f"{TYPES_DB} missing: install {' '.join(APT_PACKAGES[:1])}")
     types: dict[str, list[str]] = {}
     for line in TYPES_DB.read_text().splitlines():
         if line.strip() and not line.startswith("#"):
@@ -322,9 +311,9 @@ def test_loop_interval_follows_collectd_unless_set(
     assert _config(["--format", "collectd", "--interval", "30s"], env, monkeypatch).interval == 30
     assert _config(["--format", "collectd", "--once"], env, monkeypatch).interval == 1.0
     config = tmp_path / "d.toml"
-    config.write_text('format = "collectd"\ninterval = "1m"\n')
+    config.write_text('interval = "1m"\n[output]\nformat = "collectd"\n')
     assert _config(["--config", str(config)], env, monkeypatch).interval == 60.0
-    config.write_text('format = "collectd"\n')
+    config.write_text('[output]\nformat = "collectd"\n')
     assert _config(["--config", str(config)], env, monkeypatch).interval == 2.5
 
 
@@ -364,7 +353,7 @@ def _run(argv: list[str], **kwargs: Any) -> subprocess.CompletedProcess[str]:
 
 def _require_collectd() -> None:
     if os.geteuid() != 0:
-        _skip_or_fail("needs root: collectd's exec switches to an unprivileged user")
+        skip_or_fail("needs root: collectd's exec switches to an unprivileged user")
     if shutil.which("collectd") is None:
         env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
         install = ["apt-get", "install", "-y", "-qq", "--no-install-recommends", *APT_PACKAGES]
@@ -375,7 +364,7 @@ def _require_collectd() -> None:
     missing = [path for path in needed if not Path(path).exists()]
     if missing or _run(["/usr/bin/python3", "-c", "import venv, ensurepip"]).returncode:
         packages = " ".join(APT_PACKAGES)
-        _skip_or_fail(f"collectd or python3-venv missing and not installable (apt: {packages})")
+        skip_or_fail(f"collectd or python3-venv missing and not installable (apt: {packages})")
 
 
 def _csv_rows(path: Path) -> list[tuple[float, float]]:

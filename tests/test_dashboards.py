@@ -48,7 +48,7 @@ sys.path.insert(0, str(DASHBOARDS))
 
 import generate  # noqa: E402
 from dashgen import refs  # noqa: E402
-from dashgen.outputs import render_all  # noqa: E402
+from dashgen.rendered import render_all  # noqa: E402
 
 GRAFANA = sorted((DASHBOARDS / "grafana").glob("*.json"))
 CHRONOGRAF = sorted((DASHBOARDS / "chronograf").glob("*.json"))

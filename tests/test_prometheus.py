@@ -31,6 +31,8 @@ from diskprobe.serializers.prometheus import (
     render_table,
 )
 
+from ci import skip_or_fail
+
 ROOT = Path(__file__).resolve().parent.parent
 METRIC_NAME = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*")
 LABEL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
@@ -44,10 +46,6 @@ RAW_IO_COUNTERS = {
     *("discards", "discards_merged", "discard_bytes", "discard_time_ms"),
     *("flushes", "flush_time_ms"),
 }
-
-
-def _under_ci() -> bool:
-    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
 
 
 # -- a strict reading of the exposition format ------------------------------------------------
@@ -211,7 +209,7 @@ def test_promtool_lint_accepts_every_name() -> None:
     """Prometheus' own linter: base units, no abbreviations, _total only on counters, HELP."""
     promtool = shutil.which(PROMTOOL)
     if promtool is None:
-        pytest.skip(f"{PROMTOOL} is not installed (apt-get install -y prometheus)")
+        skip_or_fail(f"{PROMTOOL} is not installed (apt-get install -y prometheus)")
     text = PrometheusSerializer().serialize(every_field())
     done = subprocess.run(
         [promtool, "check", "metrics"], input=text.encode(), capture_output=True, check=False
@@ -357,9 +355,9 @@ def _config(tmp_path: Path, interval: str = "1s") -> Path:
     config.write_text(
         f"state_file = {json.dumps(str(tmp_path / 'state.json'))}\n"
         f'interval = "{interval}"\n'
-        'format = "prometheus"\n'
         "[io]\ncounters = true\n"
         "[smart]\nenabled = false\n"
+        '[output]\nformat = "prometheus"\n'
     )
     return config
 
@@ -430,10 +428,7 @@ def node_exporter(tmp_path: Path) -> Iterator[tuple[str, Path]]:
     """(metrics URL, textfile directory) of a `prometheus-node-exporter` on a loopback port."""
     binary = shutil.which(NODE_EXPORTER)
     if binary is None:
-        reason = f"{NODE_EXPORTER} is not installed (apt-get install -y {NODE_EXPORTER})"
-        if _under_ci():
-            pytest.fail(f"{reason}; CI is set: tests/run.sh must install it", pytrace=False)
-        pytest.skip(reason)
+        skip_or_fail(f"{NODE_EXPORTER} is not installed (apt-get install -y {NODE_EXPORTER})")
     directory = tmp_path / "textfile"
     directory.mkdir()
     port = _free_port()

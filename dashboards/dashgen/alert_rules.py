@@ -93,7 +93,7 @@ def _smart() -> list[Alert]:
             measure="last verdict_code per drive in 2 h (0 ok, 1 warn, 2 fail)",
             summary="{host}: drive {serial} verdict code {value} (1 warn, 2 fail)",
             why="diskprobe's verdict combines smartctl's own assessment, NVMe critical warnings "
-            "and the Backblaze counters (README: The verdict).",
+            "and the Backblaze counters (docs/smart.md: The verdict).",
             runbook="Open the diskprobe health dashboard for the serial: verdict_reasons names "
             "the counters. fail: replace the drive; warn: check backups and watch the trend.",
         ),
@@ -292,9 +292,9 @@ def _agent() -> list[Alert]:
             levels=(Level(CRIT, "lt", (0.1,)),),
             pending="0s",
             every="30s",
-            measure=f"diskprobe_agent points per host in {AGENT_INTERVAL} buckets, moving "
+            measure=f"{AGENT.name} points per host in {AGENT_INTERVAL} buckets, moving "
             f"average over the last {SILENT_INTERVALS + 1} (hosts seen in the last hour)",
-            summary="{host}: no diskprobe_agent points for "
+            summary=f"{{host}}: no {AGENT.name} points for "
             f"{SILENT_INTERVALS} intervals ({AGENT_INTERVAL} each)",
             why="Without diskprobe every other alert here is blind for that host: Telegraf "
             "stopped, the execd process keeps dying, or the host is down. Hosts silent for "

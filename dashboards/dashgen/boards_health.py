@@ -94,7 +94,7 @@ def health() -> Dashboard:
     return Dashboard(
         slug="diskprobe-health",
         title="diskprobe: drive health",
-        description="SMART and NVMe health from diskprobe_smart, per drive serial.",
+        description=f"SMART and NVMe health from {SMART.name}, per drive serial.",
         variables=(Variable("host", SMART.name), Variable("serial", SMART.name, ("host",))),
         panels=(
             _now(),

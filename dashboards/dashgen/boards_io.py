@@ -157,7 +157,7 @@ def _top_processes() -> Panel:
     return Panel(
         title="Top processes by storage I/O",
         description=(
-            "The processes diskprobe_process_io reported (the iotop view: bytes that reached "
+            f"The processes {PROCESS_IO.name} reported (the iotop view: bytes that reached "
             "the block layer, above min_bytes_per_sec), with their last values in the time "
             "range, busiest first. A process that stopped doing I/O keeps its last rate here; "
             "narrow the time range to see who is busy now."
@@ -197,7 +197,7 @@ def _container_io() -> Panel:
     return _panel(
         "I/O per container, pod or service",
         "Bytes read and written per second by each cgroup's own processes "
-        "(diskprobe_cgroup_io, all devices added up), with its pod_uid, container_id or "
+        f"({CGROUP_IO.name}, all devices added up), with its pod_uid, container_id or "
         "systemd unit. Points add up to the host total; cgroups without I/O send none.",
         Target(select, same_unit(read, write), CONTAINER_LEGEND),
         width=8,
@@ -222,7 +222,7 @@ def io() -> Dashboard:
         slug="diskprobe-io",
         title="diskprobe: I/O",
         description=(
-            "iostat -x per device from diskprobe_io; GPU starvation and I/O pressure at a "
+            f"iostat -x per device from {IO.name}; GPU starvation and I/O pressure at a "
             "glance; the processes and containers behind the load."
         ),
         variables=(Variable("host", IO.name), Variable("device", IO.name, ("host",))),

@@ -26,7 +26,7 @@ def _health() -> Panel:
         title="Drive health on $host, worst first",
         description=(
             "Last SMART verdict of every drive (verdict_code 2 fail, 1 warn, 0 ok), sorted "
-            "worst first; the reasons name the counters behind it (README: The verdict)."
+            "worst first; the reasons name the counters behind it (docs/smart.md: The verdict)."
         ),
         kind="table",
         targets=(target,),

@@ -95,7 +95,7 @@ class Alert:
     levels: tuple[Level, ...]
     pending: str  # Grafana `for:`
     every: str  # evaluation interval (Grafana group interval, Kapacitor .every)
-    measure: str  # what "value" is, for the README's alert table
+    measure: str  # what "value" is, for the alert table of docs/dashboards.md
     summary: str  # with {host}, {serial}, {path}, {device}, {value} placeholders
     why: str
     runbook: str

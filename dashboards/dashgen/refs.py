@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from diskprobe import schema
 from diskprobe.schema import MEASUREMENTS
 
 # Telegraf adds `host` to every point it receives from an input (`omit_hostname = false`).
@@ -129,11 +130,11 @@ def chronograf_axis(unit: str) -> tuple[str, str]:
     return CHRONOGRAF_AXES.get(unit, ("", "10"))
 
 
-IO = Measurement("diskprobe_io")
-FS = Measurement("diskprobe_fs")
-SMART = Measurement("diskprobe_smart")
-AGENT = Measurement("diskprobe_agent")
-PRESSURE = Measurement("diskprobe_pressure")
-PROCESS_IO = Measurement("diskprobe_process_io")
-CGROUP_IO = Measurement("diskprobe_cgroup_io")
-GPU = Measurement("nvidia_smi")
+IO = Measurement(schema.IO.name)
+FS = Measurement(schema.FS.name)
+SMART = Measurement(schema.SMART.name)
+AGENT = Measurement(schema.AGENT.name)
+PRESSURE = Measurement(schema.PRESSURE.name)
+PROCESS_IO = Measurement(schema.PROCESS_IO.name)
+CGROUP_IO = Measurement(schema.CGROUP_IO.name)
+GPU = Measurement(NVIDIA_SMI.name)

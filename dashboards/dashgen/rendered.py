@@ -82,7 +82,7 @@ def _row(alert: Alert) -> str:
 
 
 def alert_table() -> str:
-    """The README's alert table, one row per alert."""
+    """The alert table of docs/dashboards.md, one row per alert."""
     header = [
         "| alert | condition | severity | why | runbook: next step |",
         "| --- | --- | --- | --- | --- |",

@@ -14,10 +14,11 @@ from diskprobe.collectors.base import Collection, Collector
 from diskprobe.log import Logger
 from diskprobe.metric import Metric
 from diskprobe.outputs import Output, OutputInterrupted
+from diskprobe.schema.agent import AGENT
 from diskprobe.serializers import Serializer
 from diskprobe.state import StateStore
 
-AGENT_MEASUREMENT = "diskprobe_agent"
+AGENT_MEASUREMENT = AGENT.name
 GATHER, STOP, SAVE = "gather", "stop", "save"
 
 

@@ -1,6 +1,7 @@
 """The metric schema as data: every measurement, tag and field, with type, unit and meaning.
 
-Tests hold emitted metrics, the README's Metrics section and the dashboards to it.
+Tests hold emitted metrics, the README's metric overview, docs/metrics.md and the dashboards
+to it.
 """
 
 from __future__ import annotations
@@ -12,9 +13,36 @@ from diskprobe.schema.io import IO
 from diskprobe.schema.pressure import PRESSURE
 from diskprobe.schema.process_io import PROCESS_IO
 from diskprobe.schema.smart import SMART, SMART_ATTR
-from diskprobe.schema.types import FIELD_TYPES, FieldSpec, MeasurementSpec, TagSpec
+from diskprobe.schema.types import (
+    COUNTER,
+    FIELD_TYPES,
+    GAUGE,
+    MEASUREMENT_PREFIX,
+    FieldSpec,
+    MeasurementSpec,
+    TagSpec,
+)
 
-__all__ = ["FIELD_TYPES", "MEASUREMENTS", "FieldSpec", "MeasurementSpec", "TagSpec", "measurement"]
+__all__ = [
+    "AGENT",
+    "CGROUP_IO",
+    "COUNTER",
+    "FIELD_TYPES",
+    "FS",
+    "GAUGE",
+    "IO",
+    "MEASUREMENTS",
+    "MEASUREMENT_PREFIX",
+    "PRESSURE",
+    "PROCESS_IO",
+    "SMART",
+    "SMART_ATTR",
+    "FieldSpec",
+    "MeasurementSpec",
+    "TagSpec",
+    "measurement",
+    "render_markdown",
+]
 
 MEASUREMENTS: tuple[MeasurementSpec, ...] = (
     IO,
@@ -36,7 +64,7 @@ def measurement(name: str) -> MeasurementSpec:
 
 
 def render_markdown() -> str:
-    """The README's Metrics section body, generated from the schema."""
+    """docs/metrics.md's field tables, generated from the schema."""
     lines: list[str] = []
     for spec in MEASUREMENTS:
         lines += [f"### `{spec.name}`", "", spec.description, "", "Tags:", ""]

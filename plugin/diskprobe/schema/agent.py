@@ -9,13 +9,24 @@ AGENT = MeasurementSpec(
     name="diskprobe_agent",
     description="diskprobe's own health: one point per collector per batch.",
     tags=(
-        TagSpec("collector", "The collector this point describes (io, …)."),
+        TagSpec(
+            "collector",
+            "The collector this point describes: io, filesystems, smart, pressure, process_io, "
+            "cgroup_io or output.",
+        ),
         TagSpec("version", "diskprobe's version."),
     ),
     fields=(
         _f("duration_ms", "float", "ms", "Wall time the collector took in this batch."),
         _f("errors", "int", "count", "Errors the collector met in this batch."),
-        _f("items", "int", "count", "Devices, mounts or drives the collector saw in this batch."),
+        _f(
+            "items",
+            "int",
+            "count",
+            "What the collector saw in this batch: devices (io), mounts (filesystems), drives "
+            "(smart), processes (process_io), cgroups per device (cgroup_io), 1 (pressure), "
+            "batches waiting for delivery (output).",
+        ),
         _f(
             "exec_calls",
             "int",
@@ -32,7 +43,7 @@ AGENT = MeasurementSpec(
             "dropped_points",
             "int",
             "count",
-            "Points dropped (spool full, refused by the server with 400/413/422, spool unwritable) and not yet reported by a delivered batch; summed over the batches the server received it is exactly the number of points lost (output kind = influxdb; output collector only).",
+            "Points dropped (spool full, refused by the server with 400/413/422, spool unwritable) and not yet reported by a delivered batch; summed over the batches the server received, it is exactly the number of points lost (output kind = influxdb; output collector only).",
         ),
         _f(
             "spooled_points",
@@ -41,4 +52,5 @@ AGENT = MeasurementSpec(
             "Points waiting in the on-disk spool (output kind = influxdb; output collector only).",
         ),
     ),
+    series_tags=("collector",),
 )

@@ -31,13 +31,16 @@ CGROUP_IO = MeasurementSpec(
             "some_avg10",
             "float",
             "%",
-            "cgroup v2 io.pressure: share of the last 10 s some task of the cgroup was stalled on I/O.",
+            "cgroup v2 io.pressure: share of the last 10 s in which at least one task of the cgroup "
+            "was stalled on I/O.",
         ),
         _f(
             "full_avg10",
             "float",
             "%",
-            "cgroup v2 io.pressure: share of the last 10 s all its tasks were stalled on I/O.",
+            "cgroup v2 io.pressure: share of the last 10 s in which all its non-idle tasks were "
+            "stalled on I/O at once.",
         ),
     ),
+    series_tags=("cgroup", "device"),
 )

@@ -30,7 +30,7 @@ FS = MeasurementSpec(
             "avail_bytes",
             "int",
             "B",
-            "Space an unprivileged user can still write (f_bavail; df Avail).",
+            "Space an unprivileged user can still write (f_bavail x f_frsize; df Avail).",
         ),
         _f(
             "used_percent",
@@ -72,4 +72,5 @@ FS = MeasurementSpec(
             "Seconds until inodes_free reaches 0 at the current net rate; same conditions.",
         ),
     ),
+    series_tags=("path",),
 )

@@ -3,41 +3,44 @@
 from __future__ import annotations
 
 from diskprobe.schema.types import FieldSpec, MeasurementSpec, TagSpec
+from diskprobe.schema.types import counter_spec as _counter
 from diskprobe.schema.types import field_spec as _f
 
 
-def _rate_fields(kind: str, what: str) -> tuple[FieldSpec, ...]:
+def _rate_fields(kind: str, done: str) -> tuple[FieldSpec, ...]:
+    """The five iostat -x columns of reads or writes; `done`: the participle (read, written)."""
+    letter, noun = kind[0], kind.capitalize()
     return (
         _f(
             f"{kind}s_per_sec",
             "float",
             "1/s",
-            f"{what} requests completed per second (iostat {kind[0]}/s).",
+            f"{noun} requests completed per second (iostat {letter}/s).",
         ),
         _f(
             f"{kind}_merged_per_sec",
             "float",
             "1/s",
-            f"Adjacent {what} requests merged per second ({kind[0]}rqm/s).",
+            f"Adjacent {kind} requests merged per second ({letter}rqm/s).",
         ),
         _f(
             f"{kind}_bytes_per_sec",
             "float",
             "B/s",
-            f"Bytes {what} per second ({kind[0]}kB/s x 1024).",
+            f"Bytes {done} per second ({letter}kB/s x 1024).",
         ),
         _f(
             f"{kind}_await_ms",
             "float",
             "ms",
-            f"Average time per {what} request, queue plus service ({kind[0]}_await); "
+            f"Average time per {kind} request, queue plus service ({letter}_await); "
             "0.0 without requests.",
         ),
         _f(
             f"{kind}_request_bytes",
             "float",
             "B",
-            f"Average {what} request size ({kind[0]}areq-sz x 1024); 0.0 without requests.",
+            f"Average {kind} request size ({letter}areq-sz x 1024); 0.0 without requests.",
         ),
     )
 
@@ -55,7 +58,7 @@ IO = MeasurementSpec(
     ),
     fields=(
         *_rate_fields("read", "read"),
-        *_rate_fields("write", "write"),
+        *_rate_fields("write", "written"),
         _f(
             "discards_per_sec",
             "float",
@@ -78,13 +81,14 @@ IO = MeasurementSpec(
             "discard_await_ms",
             "float",
             "ms",
-            "Average time per discard request (d_await); kernels 4.18+.",
+            "Average time per discard request, queue plus service (d_await); 0.0 without "
+            "requests; kernels 4.18+.",
         ),
         _f(
             "discard_request_bytes",
             "float",
             "B",
-            "Average discard request size (dareq-sz x 1024); kernels 4.18+.",
+            "Average discard request size (dareq-sz x 1024); 0.0 without requests; kernels 4.18+.",
         ),
         _f(
             "flushes_per_sec",
@@ -96,13 +100,14 @@ IO = MeasurementSpec(
             "flush_await_ms",
             "float",
             "ms",
-            "Average time per flush request (f_await); kernels 5.5+.",
+            "Average time per flush request (f_await); 0.0 without requests; kernels 5.5+.",
         ),
         _f(
             "await_ms",
             "float",
             "ms",
-            "Average time per read, write or discard request (await); flushes excluded, as iostat.",
+            "Average time per read, write or discard request (await); flushes excluded, as in "
+            "iostat; 0.0 without requests.",
         ),
         _f(
             "queue_size",
@@ -124,71 +129,72 @@ IO = MeasurementSpec(
             "s",
             "Length of the interval the rates cover (monotonic clock).",
         ),
-        _f("reads", "int", "requests", "Cumulative reads completed (counters = true)."),
-        _f("reads_merged", "int", "requests", "Cumulative reads merged (counters = true)."),
-        _f("read_bytes", "int", "B", "Cumulative bytes read (counters = true)."),
-        _f(
+        _counter("reads", "int", "requests", "Cumulative reads completed (counters = true)."),
+        _counter("reads_merged", "int", "requests", "Cumulative reads merged (counters = true)."),
+        _counter("read_bytes", "int", "B", "Cumulative bytes read (counters = true)."),
+        _counter(
             "read_time_ms",
             "int",
             "ms",
-            "Cumulative time spent reading; a 32-bit counter that wraps (counters = true).",
+            "Cumulative time spent reading; wraps at 2^32 (counters = true).",
         ),
-        _f("writes", "int", "requests", "Cumulative writes completed (counters = true)."),
-        _f("writes_merged", "int", "requests", "Cumulative writes merged (counters = true)."),
-        _f("write_bytes", "int", "B", "Cumulative bytes written (counters = true)."),
-        _f(
+        _counter("writes", "int", "requests", "Cumulative writes completed (counters = true)."),
+        _counter("writes_merged", "int", "requests", "Cumulative writes merged (counters = true)."),
+        _counter("write_bytes", "int", "B", "Cumulative bytes written (counters = true)."),
+        _counter(
             "write_time_ms",
             "int",
             "ms",
             "Cumulative time spent writing; wraps at 2^32 (counters = true).",
         ),
-        _f(
+        _counter(
             "io_time_ms",
             "int",
             "ms",
             "Cumulative time with I/O in flight; wraps at 2^32 (counters = true).",
         ),
-        _f(
+        _counter(
             "weighted_io_time_ms",
             "int",
             "ms",
             "Cumulative request-weighted I/O time; wraps at 2^32 (counters = true).",
         ),
-        _f(
+        _counter(
             "discards",
             "int",
             "requests",
             "Cumulative discards completed; kernels 4.18+ (counters = true).",
         ),
-        _f(
+        _counter(
             "discards_merged",
             "int",
             "requests",
             "Cumulative discards merged; kernels 4.18+ (counters = true).",
         ),
-        _f(
+        _counter(
             "discard_bytes",
             "int",
             "B",
             "Cumulative bytes discarded; kernels 4.18+ (counters = true).",
         ),
-        _f(
+        _counter(
             "discard_time_ms",
             "int",
             "ms",
-            "Cumulative time spent discarding; kernels 4.18+ (counters = true).",
+            "Cumulative time spent discarding; wraps at 2^32; kernels 4.18+ (counters = true).",
         ),
-        _f(
+        _counter(
             "flushes",
             "int",
             "requests",
             "Cumulative flushes completed; kernels 5.5+ (counters = true).",
         ),
-        _f(
+        _counter(
             "flush_time_ms",
             "int",
             "ms",
-            "Cumulative time spent flushing; kernels 5.5+ (counters = true).",
+            "Cumulative time spent flushing; wraps at 2^32; kernels 5.5+ (counters = true).",
         ),
     ),
+    series_tags=("device",),
 )

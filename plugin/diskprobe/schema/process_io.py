@@ -13,7 +13,7 @@ PROCESS_IO = MeasurementSpec(
         TagSpec("user", "User name (or uid) the process runs as."),
     ),
     fields=(
-        _f("pid", "int", "", "Process ID."),
+        _f("pid", "int", "", "Process ID (of the busiest one, see processes)."),
         _f(
             "read_bytes_per_sec",
             "float",
@@ -35,4 +35,5 @@ PROCESS_IO = MeasurementSpec(
         _f("cmdline", "str", "", "Command line, first 256 characters (cmdline = false drops it)."),
         _f("cgroup", "str", "", "The process's cgroup path (container, pod or service)."),
     ),
+    series_tags=("process", "user"),  # one point per process name and user
 )

@@ -74,7 +74,7 @@ SMART = MeasurementSpec(
             "ssd_life_left_percent",
             "int",
             "%",
-            "SSD life left: normalized value of 231, 233, 177, 202, 169 or 173 (first present; see the README).",
+            "SSD life left: normalized value of 231, 233, 177, 202, 169 or 173 (the first present; docs/smart.md, Drives and values).",
         ),
         _f(
             "reallocated_sectors_increase",
@@ -128,6 +128,7 @@ SMART = MeasurementSpec(
         _f("verify_uncorrected_errors", "int", "count", "SCSI total uncorrected verify errors."),
         _f("non_medium_errors", "int", "count", "SCSI non-medium error count."),
     ),
+    series_tags=("device",),
 )
 
 SMART_ATTR = MeasurementSpec(
@@ -146,6 +147,7 @@ SMART_ATTR = MeasurementSpec(
         _f("raw", "int", "", "Raw value as a number, where parsable (see raw_string)."),
         _f("raw_string", "str", "", "Raw value as smartctl prints it (38 (Min/Max 20/45))."),
         _f("prefailure", "bool", "", "true for pre-failure attributes, false for old-age ones."),
-        _f("when_failed", "str", "", "empty, FAILING_NOW or In_the_past."),
+        _f("when_failed", "str", "", "Empty, FAILING_NOW or In_the_past."),
     ),
+    series_tags=("device", "id"),
 )

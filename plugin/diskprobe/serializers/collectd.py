@@ -4,8 +4,9 @@
 
 - host: COLLECTD_HOSTNAME (the exec plugin sets it), else this machine's name.
 - plugin "diskprobe"; plugin_instance: the measurement without "diskprobe_", then the values
-  of its identifying tags (INSTANCE_TAGS), joined by "-": io-sda, fs-var-lib, smart-nvme0,
-  smart_attr-sda-5, agent-io. The other tags (model, serial, fstype, ...) are not carried.
+  of the tags that identify its series (the schema's `series_tags`), joined by "-": io-sda,
+  fs-var-lib, smart-nvme0, smart_attr-sda-5, agent-io. The other tags (model, serial,
+  fstype, ...) are not carried.
 - type: a standard types.db type with one GAUGE value, chosen from the field's schema unit
   (collectd_type); type_instance: the field name, unchanged. Values are not converted: a
   field reads the same number, in the schema's unit, in InfluxDB and in collectd.
@@ -36,33 +37,32 @@ import string
 from typing import Iterable, Mapping
 
 from diskprobe.metric import FieldValue, Metric
-from diskprobe.schema import MEASUREMENTS, FieldSpec
+from diskprobe.schema import (
+    MEASUREMENT_PREFIX,
+    MEASUREMENTS,
+    PROCESS_IO,
+    SMART,
+    SMART_ATTR,
+    FieldSpec,
+)
 
 PLUGIN = "diskprobe"
 NAME_MAX = 127  # collectd's DATA_MAX_NAME_LEN (128) less the NUL
 CACHE_LIMIT = 50_000
 
-INSTANCE_TAGS: dict[str, tuple[str, ...]] = {
-    "diskprobe_io": ("device",),
-    "diskprobe_fs": ("path",),
-    "diskprobe_smart": ("device",),
-    "diskprobe_smart_attr": ("device", "id"),
-    "diskprobe_pressure": (),
-    "diskprobe_process_io": ("process", "user"),  # two same-named top talkers share one
-    "diskprobe_cgroup_io": ("cgroup", "device"),
-    "diskprobe_agent": ("collector",),
-}
+# Each measurement's plugin instance carries the values of the tags that identify its series.
+INSTANCE_TAGS: dict[str, tuple[str, ...]] = {spec.name: spec.series_tags for spec in MEASUREMENTS}
 PATH_TAGS = frozenset({"path", "cgroup"})
 
 SKIPPED: dict[tuple[str, str], str] = {
-    ("diskprobe_smart", "verdict"): "text; its number is `verdict_code` (0 ok, 1 warn, 2 fail)",
-    ("diskprobe_smart", "verdict_reasons"): "text; `verdict_code` and the counters it names",
-    ("diskprobe_smart", "power_mode"): "text; a drive left asleep sends only `exit_status`",
-    ("diskprobe_smart", "firmware"): "text",
-    ("diskprobe_smart_attr", "raw_string"): "text; its number is `raw`",
-    ("diskprobe_smart_attr", "when_failed"): "text; a failing attribute shows in `verdict_code`",
-    ("diskprobe_process_io", "cmdline"): "text",
-    ("diskprobe_process_io", "cgroup"): "text",
+    (SMART.name, "verdict"): "text; its number is `verdict_code` (0 ok, 1 warn, 2 fail)",
+    (SMART.name, "verdict_reasons"): "text; `verdict_code` and the counters it names",
+    (SMART.name, "power_mode"): "text; a drive left asleep sends only `exit_status`",
+    (SMART.name, "firmware"): "text",
+    (SMART_ATTR.name, "raw_string"): "text; its number is `raw`",
+    (SMART_ATTR.name, "when_failed"): "text; a failing attribute shows in `verdict_code`",
+    (PROCESS_IO.name, "cmdline"): "text",
+    (PROCESS_IO.name, "cgroup"): "text",
 }
 
 # Schema unit (or "unit:type" where the value type matters) -> types.db type; else "gauge".
@@ -127,7 +127,7 @@ def fit(name: str) -> str:
 
 
 def _short(measurement: str) -> str:
-    return measurement[len("diskprobe_") :] if measurement in INSTANCE_TAGS else measurement
+    return measurement[len(MEASUREMENT_PREFIX) :] if measurement in INSTANCE_TAGS else measurement
 
 
 def plugin_instance(measurement: str, tags: Mapping[str, str]) -> str:

@@ -8,9 +8,10 @@ Every name, type and HELP line comes from the schema through one function, `fami
   min -> `_seconds` (x60), h -> `_seconds` (x3600), % -> `_ratio` (/100; percentage_used,
   which may exceed 100, becomes `life_used_ratio` and may exceed 1), `_c` -> `_celsius`,
   bytes stay `_bytes`, `_per_sec` rates -> `_per_second` gauges.
-- type: the raw cumulative counters (schema "(counters = true)": reads, read_bytes,
-  read_time_ms, ...) are counters named `..._total`; everything else is a gauge, and a
-  gauge whose name would end in `_total` drops it (inodes_total -> `diskprobe_fs_inodes`).
+- type: the raw cumulative counters (schema kind COUNTER: reads, read_bytes, read_time_ms,
+  ..., sent with `counters = true`) are counters named `..._total`; everything else is a
+  gauge, and a gauge whose name would end in `_total` drops it (inodes_total ->
+  `diskprobe_fs_inodes`).
   SMART lifetime counts stay gauges: they are drive readings taken every `[smart] interval`.
 - booleans are 1/0; a string field is `<measurement>_<field>_info{<tags>,<field>="text"} 1`.
 - labels are the tags (empty ones dropped), values escaped as the format says (backslash,
@@ -36,7 +37,7 @@ from dataclasses import dataclass
 from typing import Callable, Iterable, NamedTuple
 
 from diskprobe.metric import FieldValue, Metric
-from diskprobe.schema import MEASUREMENTS, FieldSpec, MeasurementSpec
+from diskprobe.schema import AGENT, COUNTER, FS, IO, MEASUREMENTS, FieldSpec, MeasurementSpec
 
 STALE_AFTER = 2 * 3600.0  # four missed reads at the default [smart] interval of 30m
 # schema unit: (suffix diskprobe names carry, Prometheus suffix, multiply by, divide by)
@@ -53,7 +54,7 @@ UNITS: dict[str, tuple[str, str, int, int]] = {
     "us/s": ("_us_per_sec", "_seconds_per_second", 1, 1_000_000),
 }
 RENAMES = {"percentage_used": "life_used_percent"}  # NVMe's name carries no unit suffix
-SNAPSHOTS = {"io": "diskprobe_io", "filesystems": "diskprobe_fs"}  # collector -> measurement
+SNAPSHOTS = {"io": IO.name, "filesystems": FS.name}  # collector -> measurement
 LABEL_NAME = re.compile(r"(?!__)[a-zA-Z_][a-zA-Z0-9_]*")
 CACHE_LIMIT = 50_000
 
@@ -102,15 +103,14 @@ def family(spec: MeasurementSpec, field: FieldSpec) -> Family:
         base = (base[: -len(suffix)] if base.endswith(suffix) else base) + prometheus_suffix
         if multiply != 1 or divide != 1:
             note = f", {field.unit} x {multiply}" if multiply != 1 else f", {field.unit} / {divide}"
-    prefix = spec.name if spec.name.startswith("diskprobe_") else f"diskprobe_{spec.name}"
-    name = f"{prefix}_{base}"
+    name = f"{spec.name}_{base}"  # the schema's names all start with diskprobe_
     if field.type == "str":
         help_ = f"{field.description} (field {field.name}, as label {field.name}; value 1)"
         return Family(spec.name, field.name, f"{name}_info", "gauge", help_, info=True)
     if field.type == "bool":
         note = "; 1 true, 0 false"
     help_ = f"{field.description} (field {field.name}{note})"
-    if field.kind == "counter":
+    if field.kind == COUNTER:
         return Family(spec.name, field.name, f"{name}_total", "counter", help_, multiply, divide)
     name = name[: -len("_total")] if name.endswith("_total") else name
     return Family(spec.name, field.name, name, "gauge", help_, multiply, divide)
@@ -183,7 +183,7 @@ class PrometheusSerializer:
             if metric.measurement not in FAMILIES:
                 continue
             collector = metric.tags.get("collector", "")
-            if metric.measurement == "diskprobe_agent" and collector in SNAPSHOTS:
+            if metric.measurement == AGENT.name and collector in SNAPSHOTS:
                 replaced.add(SNAPSHOTS[collector])
             tags = tuple(
                 sorted((k, v) for k, v in metric.tags.items() if v and LABEL_NAME.fullmatch(k))
