@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from diskprobe.collectors.base import Clock, CollectorContext
 from diskprobe.collectors.registry import build_collectors
 from diskprobe.collectors.smart import SmartCollector
 from diskprobe.config import (
@@ -29,18 +30,20 @@ from diskprobe.log import Logger
 from diskprobe.metric import Metric
 from diskprobe.roots import HostRoots
 from diskprobe.smart.devices import DriveSpec
-from diskprobe.smart.json_parser import NVME_COUNTERS
+from diskprobe.smart.json_protocols import NVME_COUNTERS
 from diskprobe.smart.nvme_cli import (
     Identity,
-    NotSmartLog,
     controller_of,
-    critical_warning,
     discover,
     is_nvme,
-    number,
-    parse_smart_log,
     read_identity,
     read_nvme_cli,
+)
+from diskprobe.smart.nvme_smart_log import (
+    NotSmartLog,
+    critical_warning,
+    number,
+    parse_smart_log,
     sensor_temperatures,
 )
 from diskprobe.smart.runner import CommandRunner
@@ -456,10 +459,9 @@ class Agent:
         settings: dict[str, Any] = {"smartctl_path": str(tmp_path / "no-smartctl"),
                                     "nvme_path": str(FAKE_NVME), "timeout": 10.0}  # fmt: skip
         self.config = SmartConfig(**{**settings, **config})
-        self.collector = SmartCollector(
-            self.config, log, StateStore(str(tmp_path / "state.json"), log), blocking=True,
-            monotonic=self.clock, roots=HostRoots(sys=str(sys_root)),
-        )  # fmt: skip
+        state = StateStore(str(tmp_path / "state.json"), log)
+        context = CollectorContext(HostRoots(sys=str(sys_root)), log, state, Clock(self.clock))
+        self.collector = SmartCollector(self.config, context, blocking=True)
 
     def collect(self) -> tuple[dict[str, Metric], Any]:
         collection = self.collector.collect()
@@ -621,7 +623,8 @@ def test_build_collectors_gives_the_smart_collector_the_host_roots(
         cgroup_io=CgroupIoConfig(enabled=False),
     )
     state = StateStore(str(tmp_path / "state.json"), log)
-    (collector,) = build_collectors(config, HostRoots(sys=str(sys_root)), log, state, once=True)
+    context = CollectorContext(roots=HostRoots(sys=str(sys_root)), log=log, state=state)
+    (collector,) = build_collectors(config, context, once=True)
     try:
         metrics = collector.collect().metrics
         serials = sorted(m.tags["serial"] for m in metrics)

@@ -4,7 +4,6 @@ reads, and no exception out of a drive read for any corpus file, garbage or fuzz
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any, Optional
 
 import pytest
@@ -14,6 +13,7 @@ from hypothesis import strategies as st
 from diskprobe.smart import text_parser, text_path
 from diskprobe.smart.devices import DriveSpec
 from diskprobe.smart.model import DriveHealth
+from diskprobe.smart.pysmart_adapter import PYSMART_CHECKED, RunnerSmartctl, capacity_bytes
 from diskprobe.smart.rawvalues import attribute_raw
 from diskprobe.smart.reader import DriveRead
 from diskprobe.smart.runner import CommandRunner, ExecResult
@@ -23,9 +23,9 @@ from diskprobe.smart.text_path import (
     pysmart_device,
     read_text,
 )
-from smart_text_cases import GOLDEN_TEXT
+from smart_golden import smartctl_text_copies
+from smart_harness import GOLDEN_TEXT
 
-CORPUS_TEXT = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "smartctl-text"
 BANNER = "smartctl 6.6 2016-05-31 r4324 [x86_64-linux-4.9.0] (local build)\n\n"
 
 
@@ -185,6 +185,10 @@ OUTPUTS = {
 }
 
 
+# Measured on pySMART 1.4.3: a Device on its own Smartctl makes up to 8 calls per drive (-d test
+# without an interface; -l sataphy/sasphy twice for ata, scsi and megaraid types, and --all
+# again for scsi/megaraid; -l background for SCSI output) and rewrites the path ("/dev/" and
+# "nvd" replaced anywhere). OneReadSmartctl answers them all from the one read.
 @pytest.mark.parametrize("output", sorted(OUTPUTS))
 @pytest.mark.parametrize("device_type", DEVICE_TYPES)
 def test_one_smartctl_call_whatever_the_type(device_type: str, output: str) -> None:
@@ -198,6 +202,10 @@ def test_one_smartctl_call_whatever_the_type(device_type: str, output: str) -> N
     assert read.health.source == "text"
 
 
+# pySMART 1.4.3 also skips the first four output lines (model and serial of a capture without
+# the banner), cuts serials at the first space, takes "Add. Product Id:" for the model, misses
+# "Warning  Comp. Temperature Time" (two spaces) and int()s fixed columns of SCSI error-counter
+# rows: so the text parse reads every field, and pySMART only fills gaps (below).
 @pytest.mark.parametrize(
     ("output", "parsed"),
     [("ata-classic", True), ("ata-brief", False), ("nvme", True), ("nvme-locale", False),
@@ -272,6 +280,36 @@ def test_pysmart_surprises_cost_nothing() -> None:
     assert health == DriveHealth(device="sda")
 
 
+# -- the pySMART internals pysmart_adapter relies on (the one module that touches them) --------
+
+
+def test_pysmart_is_the_release_the_adapter_was_checked_on() -> None:
+    import pySMART
+
+    assert pySMART.__version__.startswith(PYSMART_CHECKED + "."), (
+        f"pySMART {pySMART.__version__}: re-check smart/pysmart_adapter.py (Smartctl._exec, "
+        "Device._capacity; test_pysmart_internals_we_rely_on), then update PYSMART_CHECKED"
+    )
+
+
+def test_pysmart_internals_we_rely_on() -> None:
+    from pySMART import Device
+
+    text = _case(OUTPUTS["ata-classic"])  # User Capacity: 4,000,787,030,016 bytes [4.00 TB]
+    # Smartctl._exec: pySMART's public calls end in it, as [smartctl_path, *params].
+    smartctl = RunnerSmartctl(FakeRunner(text), ["-n", "standby"])
+    lines, status = smartctl.generic_call(["-d", "sat", "--all", "/dev/sda"])
+    assert smartctl.calls == [["-d", "sat", "--all", "/dev/sda"]]
+    assert (lines, status) == (text.splitlines(), 0)
+    # Device._capacity: the exact byte count; the public size and capacity are not.
+    spec = DriveSpec("/dev/sda", "sat")
+    device = Device(
+        "/dev/sda", interface="sat", smartctl=OneReadSmartctl(spec, FakeRunner(text), "standby")
+    )
+    assert capacity_bytes(device) == 4_000_787_030_016
+    assert device.capacity == "4.00 TB"
+
+
 # -- failed reads, standby -------------------------------------------------------------------
 
 
@@ -323,19 +361,14 @@ def test_bits_2_and_up_still_parse() -> None:
 # -- nothing ever escapes a drive read -------------------------------------------------------
 
 
-def _corpus_files() -> list[Path]:
-    if not CORPUS_TEXT.is_dir():
-        return []
-    return sorted(p for p in CORPUS_TEXT.rglob("*") if p.is_file())
-
-
-@pytest.mark.skipif(not _corpus_files(), reason=f"{CORPUS_TEXT} not present")
 @pytest.mark.parametrize("status", [0, 2, 4, 8 | 64, 1])
 def test_no_exception_for_any_corpus_file(status: int) -> None:
-    """Every file of smartctl-text (captures, -d test and -l outputs, scans, git-symlink stubs,
-    py-SMART's device.json, the UPSTREAM-CORRUPTED and PARTLY-SYNTHETIC ones), decoded as the
-    runner decodes, as an NVMe, SCSI and ATA drive."""
-    for path in _corpus_files():
+    """Every file of the corpus's smartctl-text, as the repo holds it (captures, -d test and -l
+    outputs, scans, git-symlink stubs, py-SMART's device.json, the UPSTREAM-CORRUPTED and
+    PARTLY-SYNTHETIC ones), decoded as the runner decodes, as an NVMe, SCSI and ATA drive."""
+    copies = smartctl_text_copies()
+    assert len(copies) >= 160, "the golden text responses and tests/fixtures/smartctl-text"
+    for path in copies:
         text = path.read_bytes().decode("utf-8", errors="replace")
         for spec in ("/dev/sda -d sat", "/dev/nvme0 -d nvme", "/dev/sdb -d scsi", "/dev/sdc"):
             read = _read(text, spec, status)

@@ -5,7 +5,10 @@
     python tests/golden/regenerate.py CASE...         # only these
     python tests/golden/regenerate.py --write CASE... # then write expected.out for these
 
-expected.out is a reviewed file, not a snapshot: read the diff against response.json before
+A CASE is a case id, `smart-json/<name>` or `smart-text/<name>`, or a bare name (every tree's
+case of that name). Cases of both trees run the same way (tests/smart_golden.py).
+
+expected.out is a reviewed file, not a snapshot: read the diff against the response before
 writing, and write only the cases you reviewed (there is no --write for all of them). Where the
 plugin is wrong, fix the plugin, or keep the correct line and list it in KNOWN_PLUGIN_BUGS in
 tests/test_smart_golden.py, rather than writing the wrong value here.
@@ -21,21 +24,22 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from smart_harness import GOLDEN_JSON, golden_cases, run_golden_case
+from smart_golden import case_id, find_cases, golden_cases, run_golden_case
 
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("cases", nargs="*", help="case folder names (default: all)")
+    parser.add_argument("cases", nargs="*", help="case ids or names (default: all)")
     parser.add_argument("--write", action="store_true", help="write expected.out (named cases)")
     args = parser.parse_args(argv)
     if args.write and not args.cases:
         parser.error("--write needs the names of the cases you reviewed")
-    cases = [GOLDEN_JSON / name for name in args.cases] if args.cases else golden_cases()
+    try:
+        cases = find_cases(args.cases) if args.cases else golden_cases()
+    except KeyError as error:
+        parser.error(str(error.args[0]))
     changed = 0
     for case in cases:
-        if not (case / "device").is_file():
-            parser.error(f"{case} is not a case folder (no device file)")
         with tempfile.TemporaryDirectory() as workdir:
             text = run_golden_case(case, Path(workdir)).text
         expected = case / "expected.out"
@@ -47,8 +51,8 @@ def main(argv: list[str]) -> int:
             difflib.unified_diff(
                 old.splitlines(keepends=True),
                 text.splitlines(keepends=True),
-                f"{case.name}/expected.out",
-                f"{case.name} (diskprobe now)",
+                f"{case_id(case)}/expected.out",
+                f"{case_id(case)} (diskprobe now)",
             )
         )
         if args.write:

@@ -1,13 +1,12 @@
-"""DriveHealth (+ verdict and baseline growth) into diskprobe_smart / diskprobe_smart_attr."""
+"""DriveHealth (+ verdict and baseline growth) into the points of the SMART and SMART_ATTR
+measurements declared in diskprobe.schema.smart."""
 
 from __future__ import annotations
 
 from diskprobe.metric import FieldValue, Metric
+from diskprobe.schema.smart import SMART, SMART_ATTR
 from diskprobe.smart.model import DriveHealth
 from diskprobe.smart.verdict import Verdict
-
-SMART = "diskprobe_smart"
-SMART_ATTR = "diskprobe_smart_attr"
 
 
 def has_health_data(health: DriveHealth) -> bool:
@@ -32,7 +31,7 @@ def smart_metric(
     fields: dict[str, FieldValue] = {"exit_status": health.exit_status}
     fields["power_mode"] = health.power_mode
     if health.standby:
-        return Metric(SMART, drive_tags(health), fields, time_ns)
+        return Metric(SMART.name, drive_tags(health), fields, time_ns)
     if health.health_ok is not None:
         fields["health_ok"] = health.health_ok
     for name in ("temperature_c", "power_on_hours", "power_cycles", "capacity_bytes"):
@@ -49,7 +48,7 @@ def smart_metric(
         fields["verdict"] = verdict.status
         fields["verdict_code"] = verdict.code
         fields["verdict_reasons"] = ",".join(verdict.reasons)
-    return Metric(SMART, drive_tags(health), fields, time_ns)
+    return Metric(SMART.name, drive_tags(health), fields, time_ns)
 
 
 def attribute_metrics(health: DriveHealth, time_ns: int) -> list[Metric]:
@@ -67,5 +66,6 @@ def attribute_metrics(health: DriveHealth, time_ns: int) -> list[Metric]:
         fields["raw_string"] = attribute.raw_string
         fields["prefailure"] = attribute.prefailure
         fields["when_failed"] = attribute.when_failed
-        metrics.append(Metric(SMART_ATTR, {k: v for k, v in tags.items() if v}, fields, time_ns))
+        present = {key: value for key, value in tags.items() if value}
+        metrics.append(Metric(SMART_ATTR.name, present, fields, time_ns))
     return metrics

@@ -61,20 +61,13 @@ def read_json(spec: DriveSpec, runner: CommandRunner, nocheck: str) -> DriveRead
     data = json_parser.load(result.stdout)
     health = json_parser.parse(data, spec.tag)
     if health.exit_status & 0b11 and not health.standby and not has_identity(health):
-        return _problem(spec, health, result, _message(data) or "smartctl could not read it")
+        said = "; ".join(json_parser.messages(data))
+        return _problem(spec, health, result, said or "smartctl could not read it")
     return DriveRead(spec, health)
 
 
 def has_identity(health: DriveHealth) -> bool:
     return bool(health.model or health.serial or health.counters or health.attributes)
-
-
-def _message(data: dict[str, object]) -> str:
-    messages = json_parser._dig(data, "smartctl", "messages")
-    if isinstance(messages, list):
-        texts = [str(json_parser._dig(m, "string") or "") for m in messages]
-        return "; ".join(text for text in texts if text)
-    return ""
 
 
 def failure(spec: DriveSpec, result: ExecResult, timeout: float) -> DriveRead | None:

@@ -13,11 +13,8 @@ from __future__ import annotations
 import re
 from typing import Optional
 
-from diskprobe.smart.json_parser import (
-    NVME_COUNTERS,
-    NVME_DATA_UNIT_BYTES,
-    media_from_attributes,
-)
+from diskprobe.smart.json_parser import media_from_attributes
+from diskprobe.smart.json_protocols import NVME_COUNTERS, NVME_DATA_UNIT_BYTES
 from diskprobe.smart.model import Attribute, DriveHealth
 from diskprobe.smart.rawvalues import MAX_DIGITS, attribute_raw, bounded_int, parse_raw
 from diskprobe.smart.runner import POWER_MODE_MESSAGE
@@ -51,7 +48,7 @@ _SCSI_TEMPERATURE = re.compile(r"^[ \t]*Current temperature[ \t]*=[ \t]*(\d+)", 
 _DEVSTAT_MAX_TEMPERATURE = re.compile(
     r"(\d+)[ \t]+\S+[ \t]+Specified Maximum Operating Temperature"
 )
-# NVMe "SMART/Health Information" labels, as json_parser's keys (whose names it maps).
+# NVMe "SMART/Health Information" labels, as smartctl JSON keys (json_protocols.NVME_COUNTERS).
 _NVME_LABELS = {
     "critical warning": "critical_warning",
     "available spare": "available_spare",

@@ -1,0 +1,261 @@
+"""The golden SMART cases (tests/golden/smart-json, tests/golden/smart-text): which there are,
+one read of a case by the real collector, and its comparison with the reviewed expected.out.
+
+A case is a folder; it runs as the folder says (tests/smart_harness.py), whichever parser that
+exercises: the collector asks `--version` and reads JSON from smartctl >= 7.0 (the fake's
+default), `--all` text from an older one (the text cases' `version` says 6.6). Used by
+tests/test_smart_golden.py and tests/golden/regenerate.py.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, NoReturn
+
+import pytest
+
+from diskprobe.collectors.base import Collection
+from diskprobe.metric import Metric
+from diskprobe.schema.smart import SMART, SMART_ATTR
+from diskprobe.serializers.influx import InfluxSerializer
+from diskprobe.smart.devices import DriveSpec
+from smart_harness import (
+    GOLDEN_JSON,
+    GOLDEN_TEXT,
+    TESTS,
+    device_line,
+    direct_smartctl,
+    fake_smartctl_env,
+    install_case,
+    make_rig,
+    read_calls,
+)
+
+from lineproto import Point, parse_lines
+
+GOLDEN_TREES = (GOLDEN_JSON, GOLDEN_TEXT)
+# The corpus's smartctl-text files that are no golden case's response (pySMART's probes and
+# device.json, scans, git-symlink stubs), at their corpus paths; see its PROVENANCE.tsv.
+TEXT_FIXTURES = TESTS / "fixtures" / "smartctl-text"
+# expected.out carries this timestamp; emitted lines are checked to carry the wall-clock time
+# of the collect, then normalised to it (the collector stamps points with time.time_ns()).
+FIXED_TIME_NS = 1_700_000_000_000_000_000
+SMART_MEASUREMENTS = (SMART.name, SMART_ATTR.name)
+_VERSION = re.compile(r"smartctl (\d+)\.(\d+)")
+# The read-only corpus the golden responses and tests/fixtures/smartctl-text were copied from.
+CORPUS = TESTS.resolve().parent.parent / "shared" / "corpus"
+
+
+def under_ci() -> bool:
+    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
+
+
+def corpus_root() -> Path:
+    """The corpus, for the tests that check the repo's copies against it. Absent, they skip
+    with that reason; under CI (CI set) the corpus is checked out, so absent is a failure."""
+    if not CORPUS.is_dir():
+        reason = f"{CORPUS} not present: the copies in tests/ are not checked against it"
+        if under_ci():
+            pytest.fail(f"{reason} (CI is set: the corpus must be there)", pytrace=False)
+        pytest.skip(reason)
+    return CORPUS
+
+
+# -- cases ------------------------------------------------------------------------------------
+
+
+def golden_cases() -> list[Path]:
+    """Every case folder of both golden trees (a folder with a `device` file)."""
+    return [
+        case
+        for tree in GOLDEN_TREES
+        for case in sorted(tree.iterdir())
+        if (case / "device").is_file()
+    ]
+
+
+def case_id(case: Path) -> str:
+    """The id "smart-json/<name>": names repeat across the trees (drives captured both ways)."""
+    return f"{case.parent.name}/{case.name}"
+
+
+def find_cases(names: list[str]) -> list[Path]:
+    """Cases by id ("smart-text/<name>") or by bare name (every tree's case of that name)."""
+    by_id = {case_id(case): case for case in golden_cases()}
+    found = []
+    for name in names:
+        matches = [by_id[name]] if name in by_id else [
+            case for key, case in by_id.items() if key.split("/", 1)[1] == name
+        ]  # fmt: skip
+        if not matches:
+            raise KeyError(f"{name}: no such case in {', '.join(t.name for t in GOLDEN_TREES)}")
+        found += matches
+    return found
+
+
+def text_fixture_files() -> list[Path]:
+    """The copies in TEXT_FIXTURES (not their PROVENANCE.tsv and README.md)."""
+    about = (TEXT_FIXTURES / "PROVENANCE.tsv", TEXT_FIXTURES / "README.md")
+    return sorted(path for path in TEXT_FIXTURES.rglob("*") if path.is_file() and path not in about)
+
+
+def smartctl_text_copies() -> list[Path]:
+    """Every file of the corpus's smartctl-text, as the repo holds it: the golden text
+    responses and TEXT_FIXTURES (a file byte-identical to a golden response is not copied)."""
+    responses = [case / "response.txt" for case in golden_cases()]
+    return [path for path in responses if path.is_file()] + text_fixture_files()
+
+
+def speaks_json(case: Path) -> bool:
+    """Does the case's smartctl answer --json (>= 7.0, or no `version`: the fake's 7.3)?"""
+    version = case / "version"
+    match = _VERSION.search(version.read_text(encoding="utf-8")) if version.is_file() else None
+    return match is None or (int(match.group(1)), int(match.group(2))) >= (7, 0)
+
+
+def found_by_scan(case: Path) -> bool:
+    """A golden drive is found by `--scan-open`, as on a host with this one drive; a device
+    line without -d (smartctl picks the type) is no scan's output, so that one is configured."""
+    return bool(DriveSpec.parse(device_line(case)).device_type)
+
+
+def expected_calls(case: Path) -> list[list[str]]:
+    """A golden read: `--version` once, the scan, then one read of the drive as scanned (or as
+    configured), in JSON, or `--all` text from an old smartctl (none of pySMART's probes)."""
+    spec = DriveSpec.parse(device_line(case))
+    read = ["--all", "-n", "standby", *spec.smartctl_args()]
+    scan = [["--scan-open"]] if found_by_scan(case) else []
+    return [["--version"], *scan, ["--json=c", *read] if speaks_json(case) else read]
+
+
+# -- a golden run -----------------------------------------------------------------------------
+
+
+def serialize(metrics: list[Metric]) -> str:
+    """The SMART lines as diskprobe writes them (diskprobe_agent is the runtime's, not ours)."""
+    return InfluxSerializer().serialize(m for m in metrics if m.measurement in SMART_MEASUREMENTS)
+
+
+_TIMESTAMP = re.compile(r" (\d+)$")
+
+
+def normalise_timestamps(text: str, earliest_ns: int, latest_ns: int) -> str:
+    """Every line's timestamp must lie within [earliest_ns, latest_ns]; it becomes FIXED_TIME_NS."""
+    out = []
+    for line in text.splitlines():
+        match = _TIMESTAMP.search(line)
+        assert match is not None, f"no timestamp: {line}"
+        stamp = int(match.group(1))
+        assert earliest_ns <= stamp <= latest_ns, f"timestamp {stamp} not the collect's: {line}"
+        out.append(line[: match.start()] + f" {FIXED_TIME_NS}")
+    return "".join(line + "\n" for line in out)
+
+
+@dataclass
+class GoldenRun:
+    text: str  # normalised line protocol
+    collection: Collection
+    log: list[str]
+    calls: list[list[str]]  # every argv the fake smartctl got
+
+
+def run_golden_case(case: Path, workdir: Path) -> GoldenRun:
+    """One blocking read cycle of the real collector on this case alone (see found_by_scan),
+    as the test and regenerate.py see it."""
+    root = workdir / "fake"
+    root.mkdir(parents=True, exist_ok=True)
+    install_case(case, root)
+    devices = [] if found_by_scan(case) else [device_line(case)]
+    smartctl = str(direct_smartctl(workdir))
+    rig = make_rig(root, workdir / "state.json", smartctl_path=smartctl, devices=devices)
+    try:
+        with fake_smartctl_env(root):
+            before = time.time_ns()
+            collection = rig.collect()
+            after = time.time_ns()
+    finally:
+        rig.close()
+    text = normalise_timestamps(serialize(collection.metrics), before, after)
+    return GoldenRun(text, collection, rig.log_lines(), read_calls(root))
+
+
+# -- comparing with expected.out --------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class KnownBug:
+    line: str  # "diskprobe_smart" or "diskprobe_smart_attr id=7"
+    differs: frozenset[str]  # exactly these differ: "field:firmware", "tag:media"
+    bug: str
+
+
+def known_bug(line: str, bug: str, *differs: str) -> KnownBug:
+    return KnownBug(line, frozenset(differs), bug)
+
+
+def golden_key(point: Point) -> str:
+    """How golden lines are paired: the drive point, and each attribute by its id."""
+    if point.measurement == SMART_ATTR.name:
+        return f"{SMART_ATTR.name} id={point.tags.get('id')}"
+    return point.measurement
+
+
+def golden_by_key(points: list[Point]) -> dict[str, Point]:
+    keyed = {golden_key(point): point for point in points}
+    assert len(keyed) == len(points), "two lines with the same measurement and attribute id"
+    return keyed
+
+
+def golden_differences(expected: Point, actual: Point) -> frozenset[str]:
+    """The tags and fields that differ; type() as well: 1, 1.0 and True are not equal here."""
+    out = set()
+    for kind, want, got in (
+        ("tag", expected.tags, actual.tags),
+        ("field", expected.fields, actual.fields),
+    ):
+        for name in set(want) | set(got):
+            missing = name not in want or name not in got
+            if missing or (type(want[name]), want[name]) != (type(got[name]), got[name]):
+                out.add(f"{kind}:{name}")
+    if expected.time_ns != actual.time_ns:
+        out.add("timestamp")
+    return frozenset(out)
+
+
+def compare_with_expected(
+    case: Path, text: str, known: tuple[KnownBug, ...], xfail: Callable[[str], NoReturn]
+) -> None:
+    """The run's lines against the reviewed expected.out: the same lines, every tag and field
+    equal, except exactly the differences a KnownBug names (then `xfail` with its bug); a
+    KnownBug whose difference is gone fails, so that its entry gets removed."""
+    name = case_id(case)
+    expected_file = case / "expected.out"
+    assert expected_file.is_file(), (
+        f"{name}: no expected.out; run tests/golden/regenerate.py {name}, review the lines "
+        "against the response, then write it with --write"
+    )
+    expected = golden_by_key(parse_lines(expected_file.read_text(encoding="utf-8")))
+    actual = golden_by_key(parse_lines(text))
+    assert list(actual) == list(expected), f"{name}: lines differ\n{text}"
+    by_line = {bug.line: bug for bug in known}
+    differing = {key: golden_differences(expected[key], actual[key]) for key in expected}
+    differing = {key: names for key, names in differing.items() if names}
+    unexpected = {
+        key: sorted(names)
+        for key, names in differing.items()
+        if key not in by_line or names != by_line[key].differs
+    }
+    assert not unexpected, (
+        f"{name}: output differs from the reviewed expected.out in {unexpected}\ngot:\n{text}"
+    )
+    fixed = sorted(line for line in by_line if line not in differing)
+    assert not fixed, (
+        f"{name}: {fixed} now match expected.out: the bug is fixed, remove the entry "
+        "from KNOWN_PLUGIN_BUGS"
+    )
+    if differing:
+        xfail("; ".join(sorted({by_line[key].bug for key in differing})))
