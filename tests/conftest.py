@@ -3,27 +3,25 @@
 from __future__ import annotations
 
 import itertools
-import os
 import uuid
 from typing import Iterator
 
 import pytest
 from hypothesis import settings
 
+import schema_coverage
+
+from ci import skip_or_fail, under_ci
 from influxdb_server import InfluxServer, find_influxd
 
 _database_numbers = itertools.count(1)
-
-
-def _under_ci() -> bool:
-    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
 
 
 # Under CI the property tests and fuzzers draw the same examples on every run (derandomize):
 # a landing is judged on a reproducible set, checked before submitting with CI=true. Locally
 # every run draws new ones, which is where the fuzzers find new bugs.
 settings.register_profile("ci", derandomize=True, print_blob=True)
-if _under_ci():
+if under_ci():
     settings.load_profile("ci")
 
 
@@ -32,10 +30,7 @@ def influxdb() -> Iterator[InfluxServer]:
     """A running `influxd` (HTTP on a free loopback port); skipped locally if not installed."""
     influxd = find_influxd()
     if influxd is None:
-        reason = "influxd (InfluxDB 1.x) is not on PATH; install the influxdb package to run"
-        if _under_ci():
-            pytest.fail(f"{reason} (CI is set: .ci/run must install it)", pytrace=False)
-        pytest.skip(reason)
+        skip_or_fail("influxd (InfluxDB 1.x) is not on PATH; install the influxdb package to run")
     server = InfluxServer(influxd).start()
     try:
         yield server
@@ -49,3 +44,8 @@ def influx_db(influxdb: InfluxServer) -> tuple[InfluxServer, str]:
     name = f"test_{next(_database_numbers)}_{uuid.uuid4().hex[:8]}"
     influxdb.create_database(name)
     return influxdb, name
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # Records what collectors emit; at the end, checks it against the schema both ways.
+    schema_coverage.register(config)

@@ -5,9 +5,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# Every tool a test drives: under CI (tests/ci.py) a test that finds one missing fails.
 APT_PACKAGES=(influxdb sysstat fio smartmontools util-linux e2fsprogs libfuse3-3 fuse3
-              prometheus-node-exporter collectd-core victoria-metrics sudo libcap2-bin
-              python3 python3-venv python3-pip)
+              prometheus-node-exporter prometheus collectd-core victoria-metrics sudo
+              libcap2-bin time dmsetup systemd python3 python3-venv python3-pip pipx)
 missing=()
 for package in "${APT_PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" \

@@ -13,13 +13,13 @@ import sys
 import tempfile
 from pathlib import Path
 
-import pytest
+from ci import skip_or_fail
 
 
 def _tool(name: str) -> str:
     path = shutil.which(name) or shutil.which(name, path="/usr/sbin:/sbin")
     if path is None:
-        pytest.skip(f"{name} is not installed")
+        skip_or_fail(f"{name} is not installed")
     return path
 
 
@@ -40,7 +40,7 @@ print(json.dumps({"listing": listing.stdout + listing.stderr, "status": listing.
 def probe_sudo(sudoers_file: Path, commands: list[list[str]]) -> tuple[str, list[bool]]:
     """(sudo -l listing for telegraf, whether sudo allows each command) under this file."""
     if os.geteuid() != 0:
-        pytest.skip("needs root: sudo -l -U in a private mount namespace")
+        skip_or_fail("needs root: sudo -l -U in a private mount namespace")
     _tool("sudo")
     unshare = _tool("unshare")
     work = Path(tempfile.mkdtemp(prefix="diskprobe-sudoers-"))
@@ -72,7 +72,7 @@ def probe_sudo(sudoers_file: Path, commands: list[list[str]]) -> tuple[str, list
             capture_output=True, text=True, timeout=120,
         )  # fmt: skip
         if result.returncode != 0 and "unshare" in result.stderr:
-            pytest.skip(f"no private mount namespace here: {result.stderr.strip()}")
+            skip_or_fail(f"no private mount namespace here: {result.stderr.strip()}")
         assert result.returncode == 0, result.stderr
         report = json.loads(result.stdout)
         assert report["status"] == 0, report["listing"]

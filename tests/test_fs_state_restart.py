@@ -34,6 +34,7 @@ from typing import IO, Any, Callable, Optional
 
 import pytest
 
+from ci import skip_or_fail
 from lineproto import Point, parse_lines
 
 pytestmark = [pytest.mark.root, pytest.mark.slow]
@@ -50,10 +51,6 @@ RATE_TOLERANCE = 0.25
 STATE_FORMAT = "diskprobe-state"
 
 
-def _under_ci() -> bool:
-    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
-
-
 def _require_environment() -> None:
     problems: list[str] = []
     if os.geteuid() != 0:
@@ -62,10 +59,7 @@ def _require_environment() -> None:
     if missing:
         problems.append(f"{', '.join(missing)} not on PATH (package mount / util-linux)")
     if problems:
-        reason = "; ".join(problems)
-        if _under_ci():
-            pytest.fail(f"{reason}; CI is set, so this must run", pytrace=False)
-        pytest.skip(reason)
+        skip_or_fail("; ".join(problems))
 
 
 def _run(*argv: str, check: bool = True) -> subprocess.CompletedProcess[str]:

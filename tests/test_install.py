@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from ci import skip_or_fail
 from lineproto import parse_lines
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -17,7 +18,7 @@ ROOT = Path(__file__).resolve().parent.parent
 @pytest.mark.slow
 def test_readme_install_command_installs_and_runs(tmp_path: Path) -> None:
     if os.geteuid() != 0:
-        pytest.skip("the README's install command uses sudo and apt-get; run the suite as root")
+        skip_or_fail("the README's install command uses sudo and apt-get; run the suite as root")
     command = re.findall(r"```sh\n(.*?)\n```", (ROOT / "README.md").read_text(), re.S)[0]
     prefix = tmp_path / "diskprobe"
     command = command.replace("sudo ", "").replace("/opt/diskprobe", str(prefix))

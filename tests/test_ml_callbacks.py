@@ -22,6 +22,7 @@ import pytest
 
 from diskprobe.guard import DiskGuard
 
+from ci import skip_or_fail
 from helpers import loop_ext4
 
 pytestmark = [pytest.mark.root, pytest.mark.slow]
@@ -32,32 +33,22 @@ K = 5  # writes that still leave avail above the threshold
 EPOCHS = 12  # asked for; a working guard stops (stop) well before
 
 
-def _under_ci() -> bool:
-    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
-
-
-def _skip_or_fail(reason: str) -> None:
-    if _under_ci():
-        pytest.fail(f"{reason}; CI is set, so this must run (see tests/run.sh)", pytrace=False)
-    pytest.skip(reason)
-
-
 def _import_keras() -> Any:
     os.environ.setdefault("KERAS_BACKEND", "torch")
     if os.environ["KERAS_BACKEND"] != "torch":
-        _skip_or_fail(f"KERAS_BACKEND={os.environ['KERAS_BACKEND']}; the test uses torch")
+        skip_or_fail(f"KERAS_BACKEND={os.environ['KERAS_BACKEND']}; the test uses torch")
     try:
         import keras
         import torch  # noqa: F401
     except ImportError as error:
-        _skip_or_fail(f"{error.name} not installed (pip install torch==2.13.0 keras)")
+        skip_or_fail(f"{error.name} not installed (pip install torch==2.13.0 keras)")
     return keras
 
 
 @pytest.fixture
 def small_fs() -> Iterator[Path]:
     """A fresh 64 MiB ext4 on a loop device, mounted; unmounted and detached even on failure."""
-    with loop_ext4(IMAGE_BYTES, "diskprobe-guard-", _skip_or_fail) as mount_point:
+    with loop_ext4(IMAGE_BYTES, "diskprobe-guard-", skip_or_fail) as mount_point:
         yield mount_point
 
 
@@ -157,7 +148,7 @@ def test_lightning_stop_at_threshold(small_fs: Path) -> None:
         import lightning.pytorch as pl
         import torch
     except ImportError as error:
-        _skip_or_fail(f"{error.name} not installed (pip install lightning -c torch==2.13.0)")
+        skip_or_fail(f"{error.name} not installed (pip install lightning -c torch==2.13.0)")
     from diskprobe.integrations.lightning import DiskGuardCallback
 
     class Tiny(pl.LightningModule):  # type: ignore[misc]

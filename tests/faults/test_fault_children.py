@@ -17,6 +17,7 @@ from typing import Iterator
 
 import pytest
 
+from ci import skip_or_fail
 from faultlib import (
     DISKPROBE,
     FAKE_SMARTCTL,
@@ -174,7 +175,7 @@ def test_flood_of_output_is_capped_killed_and_warned(
     env = {**fake_host.env(), "FAKE_SMARTCTL_DIR": str(strays)}
     command = ["/usr/bin/time", "-f", "maxrss_kb=%M", str(DISKPROBE)]
     if not os.path.exists(command[0]):
-        pytest.skip("/usr/bin/time is not installed (Debian package time)")
+        skip_or_fail("/usr/bin/time is not installed (Debian package time)")
     result = subprocess.run(
         [*command, "--config", str(config), "--once", "--interval", "100ms"],
         env={**os.environ, **env}, capture_output=True, text=True, timeout=60,

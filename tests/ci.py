@@ -1,0 +1,30 @@
+"""Whether the suite runs under CI, and the one way a test gives up on a missing dependency.
+
+Locally, a test that lacks a tool, a Python package, root or a kernel feature skips with the
+reason, so a laptop run stays useful. Under CI it fails instead: tests/run.sh installs every
+Debian and Python package the tests drive and runs as root, so a skip there would only hide a
+test that quietly stopped running.
+
+The few skips left in the suite are about what no install can change (the real-drive corpus
+outside the repository, a kernel without PSI, a filesystem without capabilities); their
+reasons say so.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import NoReturn
+
+import pytest
+
+
+def under_ci() -> bool:
+    """CI set to anything but empty, 0, false or no (.ci/run, GitHub and GitLab set "true")."""
+    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
+
+
+def skip_or_fail(reason: str) -> NoReturn:
+    """Skip with `reason` locally; fail with it under CI, where tests/run.sh provides it."""
+    if under_ci():
+        pytest.fail(f"{reason} (CI is set: tests/run.sh must provide it)", pytrace=False)
+    pytest.skip(reason)
