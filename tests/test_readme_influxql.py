@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import re
 import time
-from pathlib import Path
 
 from diskprobe.metric import Metric
 from diskprobe.serializers.influx import InfluxSerializer
+from docs_text import doc
 
 from influxdb_server import InfluxServer
 
-README = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+README = doc("filesystems") + doc("smart")  # the pages that hold the InfluxQL examples
 
 
 def _query(name: str) -> str:

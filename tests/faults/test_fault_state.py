@@ -32,7 +32,7 @@ from diskprobe.state import StateStore
 from faultlib import DISKPROBE, FakeHost, diskprobe_env, run_diskprobe, wait_for
 
 NOBODY = 65534
-MAX_BYTES = 16 * 1024 * 1024  # diskprobe.state.MAX_BYTES, as the README documents it
+MAX_BYTES = 16 * 1024 * 1024  # diskprobe.state.MAX_BYTES, as docs/filesystems.md documents it
 
 
 def _envelope(sections: Any) -> str:
