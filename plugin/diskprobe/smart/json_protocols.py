@@ -10,7 +10,7 @@ NVME_COUNTERS names the counters the text path and nvme-cli fill too.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 from diskprobe.smart.json_values import as_int, as_list, dig
 from diskprobe.smart.model import Attribute, DriveHealth
@@ -68,20 +68,26 @@ def read_nvme(data: dict[str, Any], health: DriveHealth) -> None:
     log = data.get("nvme_smart_health_information_log")
     if not isinstance(log, dict):
         return
-    for key, name in NVME_COUNTERS.items():
-        value = as_int(log.get(key))
-        if value is not None:
-            health.counters[name] = value
-    for key, name in NVME_DATA_UNITS.items():
-        units = as_int(log.get(key))
-        if units is not None:
-            health.counters[name] = units * NVME_DATA_UNIT_BYTES
+    store_nvme_counters(health, lambda key: as_int(log.get(key)))
     if health.temperature_c is None:
         health.temperature_c = as_int(log.get("temperature"))
     if health.power_on_hours is None:
         health.power_on_hours = as_int(log.get("power_on_hours"))
     if health.power_cycles is None:
         health.power_cycles = as_int(log.get("power_cycles"))
+
+
+def store_nvme_counters(health: DriveHealth, value_of: Callable[[str], int | None]) -> None:
+    """NVME_COUNTERS and the data-unit byte counts into health.counters, the same for
+    smartctl's JSON and nvme-cli's; `value_of` reads one smartctl key (None: absent)."""
+    for key, name in NVME_COUNTERS.items():
+        value = value_of(key)
+        if value is not None:
+            health.counters[name] = value
+    for key, name in NVME_DATA_UNITS.items():
+        units = value_of(key)
+        if units is not None:
+            health.counters[name] = units * NVME_DATA_UNIT_BYTES
 
 
 def read_scsi(data: dict[str, Any], health: DriveHealth) -> None:

@@ -17,7 +17,7 @@ import re
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from diskprobe.smart.json_protocols import NVME_COUNTERS, NVME_DATA_UNIT_BYTES, NVME_DATA_UNITS
+from diskprobe.smart.json_protocols import store_nvme_counters
 from diskprobe.smart.model import DriveHealth
 from diskprobe.smart.rawvalues import bounded_int, parse_raw
 
@@ -115,14 +115,11 @@ def parse_smart_log(text: str, tag: str) -> DriveHealth:
     log = load_smart_log(text)
     health = DriveHealth(device=tag, protocol="nvme", media="nvme", source=SOURCE)
     warning = critical_warning(log.get("critical_warning"))
-    for key, name in NVME_COUNTERS.items():
-        value = warning if key == "critical_warning" else number(log.get(CLI_KEYS.get(key, key)))
-        if value is not None:
-            health.counters[name] = value
-    for key, name in NVME_DATA_UNITS.items():
-        units = number(log.get(key))
-        if units is not None:
-            health.counters[name] = units * NVME_DATA_UNIT_BYTES
+
+    def value_of(key: str) -> int | None:  # smartctl's key, read under nvme-cli's spelling
+        return warning if key == "critical_warning" else number(log.get(CLI_KEYS.get(key, key)))
+
+    store_nvme_counters(health, value_of)
     health.health_ok = None if warning is None else warning == 0
     sensors = sensor_temperatures(log)
     health.temperature_c = celsius(log.get("temperature"))
