@@ -16,7 +16,6 @@ import os
 import shutil
 import stat
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 from typing import Any, Callable, Iterator
@@ -32,6 +31,7 @@ from ci import skip_or_fail
 from faultlib import DISKPROBE, FakeHost, wait_for
 
 NOBODY = 65534
+SYSTEM_PYTHON = "/usr/bin/python3"
 SECRET = b"root:$6$not-for-your-eyes:19000:0:99999:7:::\n"
 CONFIG = """
 state_file = "{state}"
@@ -137,8 +137,10 @@ def test_local_user_racing_the_textfile_cannot_chmod_a_root_file(
             "--textfile", str(shared_dir / "x.prom"), "--interval", "50ms"]  # fmt: skip
     probe = Probe(fake_host, args, stdout=subprocess.DEVNULL)
     try:
+        # Debian's python3: nobody may not be able to reach the venv's (a checkout under a
+        # 0700 directory, root's home); the attack needs only the standard library.
         attack = subprocess.run(
-            ["runuser", "-u", "nobody", "--", sys.executable,
+            ["runuser", "-u", "nobody", "--", SYSTEM_PYTHON,
              str(shared_dir.parent / "attack.py"), str(shared_dir), str(secret), "6"],
             capture_output=True, text=True, timeout=60,
         )  # fmt: skip
