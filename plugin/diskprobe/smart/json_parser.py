@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from diskprobe.smart.json_logs import operating_limit, read_logs
 from diskprobe.smart.json_protocols import read_ata, read_nvme, read_scsi
 from diskprobe.smart.json_values import (
     as_int,
@@ -98,22 +99,16 @@ def parse(data: dict[str, Any], tag: str) -> DriveHealth:
         read_scsi(data, health)
     else:
         read_ata(data, health)
+    read_logs(data, health)  # self-test log, ATA error log count
     health.media = _media(data, health)
     health.unusable = unusable_values(data)
     return health
 
 
 def _temperature_warning(data: dict[str, Any]) -> int | None:
-    for keys in (
-        ("nvme_composite_temperature_threshold", "warning"),
-        ("ata_sct_status", "temperature", "op_limit_max"),
-        ("temperature", "op_limit_max"),
-        ("temperature", "drive_trip"),
-    ):
-        value = as_int(dig(data, *keys))
-        if value:
-            return value
-    return None
+    """NVMe's warning threshold, ATA's operating limit (json_logs), SCSI's trip temperature."""
+    nvme = as_int(dig(data, "nvme_composite_temperature_threshold", "warning"))
+    return nvme or operating_limit(data) or as_int(dig(data, "temperature", "drive_trip")) or None
 
 
 # Attributes only spinning disks have, and name fragments only flash has.
@@ -149,11 +144,13 @@ def life_left_percent(health: DriveHealth) -> int | None:
     by_id = {attribute.id: attribute for attribute in health.attributes}
     for attribute_id in LIFE_LEFT_IDS:
         attribute = by_id.get(attribute_id)
-        # A normalized value above 100 is no percentage (Apple's 169 reads 253).
+        # A normalized value above 100 is no percentage (Apple's 169 reads 253); value and
+        # threshold both 0 is "not maintained" (SandForce 177/233: "000 000 000"), no wear.
         if (
             attribute is not None
             and "temp" not in attribute.name.lower()
             and attribute.value <= 100
+            and not (attribute.value == 0 and attribute.threshold == 0)
         ):
             return attribute.value
     return None

@@ -47,13 +47,21 @@ class DriveHealth:
     power_mode: str = "active"  # "standby", "sleep", "idle" when smartctl did not wake it
     health_ok: Optional[bool] = None
     temperature_c: Optional[int] = None
-    temperature_warning_c: Optional[int] = None  # the drive's own warning threshold
+    # The drive's own operating limit: NVMe warning composite temperature threshold, ATA device
+    # statistics "Specified Maximum Operating Temperature" or SCT "Temperature Limit", SCSI trip.
+    temperature_warning_c: Optional[int] = None
     power_on_hours: Optional[int] = None
     power_cycles: Optional[int] = None
     capacity_bytes: Optional[int] = None
     # Named counters per protocol (schema names: reallocated_sectors, media_errors, ...).
     counters: dict[str, int] = field(default_factory=dict)
     attributes: list[Attribute] = field(default_factory=list)
+    # Self-test log (ATA, NVMe): the most recent test's result ("passed", "failed", "aborted",
+    # "in_progress", "none" for an empty log), its power-on hours, failed tests in the log.
+    self_test_last_status: Optional[str] = None
+    self_test_last_hours: Optional[int] = None
+    self_test_failed_count: Optional[int] = None
+    error_log_count: Optional[int] = None  # ATA SMART error log: errors the drive recorded
     source: str = ""  # "json", "text" or "nvme-cli": where the values came from
     # Values that were no number (NaN, Infinity, 1e400), left out: "temperature.current=NaN".
     unusable: list[str] = field(default_factory=list)

@@ -18,6 +18,7 @@ from diskprobe.smart.json_protocols import NVME_COUNTERS, NVME_DATA_UNIT_BYTES
 from diskprobe.smart.model import Attribute, DriveHealth
 from diskprobe.smart.rawvalues import MAX_DIGITS, attribute_raw, bounded_int, parse_raw
 from diskprobe.smart.runner import POWER_MODE_MESSAGE
+from diskprobe.smart.text_logs import operating_limit, read_logs
 
 _GROUP_SEPARATORS = ",.' \u00a0\u202f\u2019\ufffd"
 _NUMBER = re.compile(rf"\d{{1,3}}(?:[{_GROUP_SEPARATORS}]\d{{3}})+(?!\d)|\d+")
@@ -45,9 +46,6 @@ _SCSI_POWER_ON = re.compile(
     r"|number of hours powered up[ \t]*=[ \t]*(\d+)"  # Seagate/Hitachi factory log
 )
 _SCSI_TEMPERATURE = re.compile(r"^[ \t]*Current temperature[ \t]*=[ \t]*(\d+)", re.MULTILINE)
-_DEVSTAT_MAX_TEMPERATURE = re.compile(
-    r"(\d+)[ \t]+\S+[ \t]+Specified Maximum Operating Temperature"
-)
 # NVMe "SMART/Health Information" labels, as smartctl JSON keys (json_protocols.NVME_COUNTERS).
 _NVME_LABELS = {
     "critical warning": "critical_warning",
@@ -113,6 +111,7 @@ def parse(text: str, tag: str) -> DriveHealth:
         _scsi(info, text, health)
     else:
         _ata(info, text, health)
+    read_logs(text, health)  # self-test log, ATA error log count
     health.media = _media(info, health)
     return health
 
@@ -167,9 +166,7 @@ def _ata_values(info: Labels, text: str, health: DriveHealth) -> None:
     health.temperature_c = parse_raw(sensor.raw_string) if sensor else None
     if health.temperature_c is None:
         health.temperature_c = count(info.get("current temperature"))  # SCT status (-x)
-    limits = info.get("min/max recommended temperature", "").partition("/")[2]  # SCT: "0/60"
-    devstat = _DEVSTAT_MAX_TEMPERATURE.search(text)
-    health.temperature_warning_c = count(limits) or (bounded_int(devstat[1]) if devstat else None)
+    health.temperature_warning_c = operating_limit(info, text)  # devstat, SCT: not "recommended"
 
 
 def _attribute(line: str, model: str) -> Attribute | None:
