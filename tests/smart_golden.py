@@ -22,7 +22,9 @@ from diskprobe.collectors.base import Collection
 from diskprobe.metric import Metric
 from diskprobe.schema.smart import SMART, SMART_ATTR
 from diskprobe.serializers.influx import InfluxSerializer
+from diskprobe.smart import json_parser, text_parser
 from diskprobe.smart.devices import DriveSpec
+from diskprobe.smart.model import DriveHealth
 from smart_harness import (
     GOLDEN_JSON,
     GOLDEN_TEXT,
@@ -63,6 +65,17 @@ def corpus_root() -> Path:
             pytest.fail(f"{reason} (CI is set: the corpus must be there)", pytrace=False)
         pytest.skip(reason)
     return CORPUS
+
+
+def golden_health(case: str) -> DriveHealth:
+    """A golden case ("smart-json/<name>" or "smart-text/<name>") parsed as the collector
+    parses it: JSON where the case has it, else the text as the reader decodes it."""
+    folder = TESTS / "golden" / case
+    if (folder / "response.json").is_file():
+        data = json_parser.load((folder / "response.json").read_text(encoding="utf-8"))
+        return json_parser.parse(data, "sda")
+    text = (folder / "response.txt").read_bytes().decode("utf-8", "replace")
+    return text_parser.parse(text, "sda")
 
 
 # -- cases ------------------------------------------------------------------------------------
@@ -161,6 +174,7 @@ class GoldenRun:
     collection: Collection
     log: list[str]
     calls: list[list[str]]  # every argv the fake smartctl got
+    seconds: float = 0.0  # the collect's wall time
 
 
 def run_golden_case(case: Path, workdir: Path) -> GoldenRun:
@@ -170,6 +184,12 @@ def run_golden_case(case: Path, workdir: Path) -> GoldenRun:
     root.mkdir(parents=True, exist_ok=True)
     install_case(case, root)
     devices = [] if found_by_scan(case) else [device_line(case)]
+    return collect_once(root, workdir, devices)
+
+
+def collect_once(root: Path, workdir: Path, devices: list[str]) -> GoldenRun:
+    """One blocking read cycle of the real collector on the cases installed under `root`;
+    the lines as they would reach InfluxDB, each stamped with this collect's time."""
     smartctl = str(direct_smartctl(workdir))
     rig = make_rig(root, workdir / "state.json", smartctl_path=smartctl, devices=devices)
     try:
@@ -180,7 +200,7 @@ def run_golden_case(case: Path, workdir: Path) -> GoldenRun:
     finally:
         rig.close()
     text = normalise_timestamps(serialize(collection.metrics), before, after)
-    return GoldenRun(text, collection, rig.log_lines(), read_calls(root))
+    return GoldenRun(text, collection, rig.log_lines(), read_calls(root), (after - before) / 1e9)
 
 
 # -- comparing with expected.out --------------------------------------------------------------

@@ -54,11 +54,15 @@ LAYERS = {
     "smart.json_values": "sources",
     "smart.nvme_smart_log": "sources",
     "smart.text_parser": "sources",
+    "smart.text_logs": "sources",
+    "smart.json_logs": "sources",
     "smart.rawvalues": "sources",
     "smart.model": "sources",  # the record every read produces, as sources.diskstats' records
     # Compute: arithmetic on what the sources read.
     "compute.*": "compute",
     "smart.verdict": "compute",
+    "smart.afr": "compute",  # the failure-rate table (package data) and the estimate from it
+    "smart.verdict_table": "compute",  # the docs' verdict and failure-rate tables, from the rules
     "smart.memory": "compute",  # baselines across reads, as compute.forecast's windows
     # Collectors: sources and compute into points of the schema.
     "collectors.*": "collectors",

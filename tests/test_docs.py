@@ -13,7 +13,7 @@ import sys
 from diskprobe.config.sample import render_sample_config
 from diskprobe.metric import Metric
 from diskprobe.schema import MEASUREMENTS
-from diskprobe.smart.verdict import render_table
+from diskprobe.smart.verdict_table import render_afr_table, render_table
 from docs_check import (
     DOC_FILES,
     dead_links,
@@ -72,6 +72,10 @@ def test_alert_table_is_the_generators() -> None:
 
 def test_verdict_table_is_the_rules() -> None:
     assert block(doc("smart"), "verdict-table") == render_table()
+
+
+def test_failure_rate_table_is_the_data() -> None:
+    assert block(doc("smart"), "afr-table") == render_afr_table()
 
 
 def test_configuration_section_is_the_sample_config() -> None:

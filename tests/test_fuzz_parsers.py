@@ -33,8 +33,10 @@ from diskprobe.log import Logger
 from diskprobe.metric import Metric
 from diskprobe.roots import HostRoots
 from diskprobe.smart import json_parser, nvme_smart_log, text_parser
-from diskprobe.smart.metrics import attribute_metrics, smart_metric
-from diskprobe.smart.verdict import judge
+from diskprobe.smart.afr import load_afr_table
+from diskprobe.smart.metrics import Judged, attribute_metrics, smart_metric
+from diskprobe.smart.model import DriveHealth
+from diskprobe.smart.verdict import Evidence, judge
 from diskprobe.sources.mountinfo import parse_mountinfo
 
 from helpers import FIXTURES, FakeClock, assert_schema
@@ -259,11 +261,13 @@ test_process_io_quick, test_process_io_slow = fuzz(
 # -- SMART: smartctl JSON and text, nvme-cli JSON (captures mutated) --------------------------
 
 
-def _smart_metrics(health: object) -> None:
-    values = dict(health.counters)  # type: ignore[attr-defined]
-    verdict = judge(health, values, {})  # type: ignore[arg-type]
-    metrics = [smart_metric(health, values, {}, verdict, 1)]  # type: ignore[arg-type]
-    metrics += attribute_metrics(health, 1)  # type: ignore[arg-type]
+def _smart_metrics(health: DriveHealth) -> None:
+    values = dict(health.counters)
+    table = load_afr_table()
+    estimate = table.estimate(health)
+    evidence = Evidence(values, estimate=estimate, baseline_afr=table.baseline(health.media))
+    judged = Judged(values, verdict=judge(health, evidence), estimate=estimate)
+    metrics = [smart_metric(health, judged, 1), *attribute_metrics(health, 1, table)]
     assert_finite(metrics)
 
 

@@ -86,7 +86,8 @@ def test_sdist_holds_what_a_build_needs_and_the_wheel_the_whole_package(dist: Di
     sources = {
         path.relative_to(PACKAGE.parent).as_posix()
         for path in PACKAGE.rglob("*")
-        if path.suffix in (".py", ".typed") and "__pycache__" not in path.parts
+        # Modules, py.typed and the package data (smart/afr_table.toml, read at start-up).
+        if path.suffix in (".py", ".typed", ".toml") and "__pycache__" not in path.parts
     }
     with tarfile.open(dist.sdist) as sdist:
         in_sdist = {name.split("/", 1)[1] for name in sdist.getnames() if "/" in name}
@@ -94,7 +95,7 @@ def test_sdist_holds_what_a_build_needs_and_the_wheel_the_whole_package(dist: Di
     assert {f"plugin/{name}" for name in sources} <= in_sdist
     with zipfile.ZipFile(dist.wheel) as wheel:
         in_wheel = set(wheel.namelist())
-    # The wheel is built from the sdist: every module and py.typed made it through both.
+    # The wheel is built from the sdist: every module, py.typed and data file made it through.
     assert {name for name in in_wheel if name.startswith("diskprobe/")} == sources
     dist_info = f"diskprobe-{diskprobe.__version__}.dist-info"
     assert f"{dist_info}/licenses/{LICENSE}" in in_wheel

@@ -26,7 +26,7 @@ from typing import Callable
 
 from diskprobe.config.sample import render_sample_config
 from diskprobe.schema import MEASUREMENTS, MeasurementSpec, render_markdown
-from diskprobe.smart.verdict import render_table
+from diskprobe.smart.verdict_table import render_afr_table, render_table
 
 ROOT = Path(__file__).resolve().parent.parent
 DASHBOARDS = ROOT / "dashboards"
@@ -134,6 +134,7 @@ BLOCKS: tuple[tuple[str, str, Callable[[], str]], ...] = (
     ("README.md", "metrics-overview", metric_overview),
     ("docs/metrics.md", "metrics", metric_tables),
     ("docs/smart.md", "verdict-table", render_table),
+    ("docs/smart.md", "afr-table", render_afr_table),
     ("docs/dashboards.md", "alert-table", dashboard_alert_table),
     ("telegraf/prometheus.md", "prometheus-names", _prometheus_names),
     ("telegraf/collectd/README.md", "collectd-mapping", _collectd_mapping),

@@ -16,12 +16,14 @@ from diskprobe.collectors.base import BaseCollector, Collection, CollectorContex
 from diskprobe.collectors.smart_reads import PERMISSION_HELP, DriveReader
 from diskprobe.config import SmartConfig
 from diskprobe.smart import json_parser, nvme_cli
+from diskprobe.smart.afr import load_afr_table
 from diskprobe.smart.devices import DriveSpec, scan_specs
 from diskprobe.smart.memory import DriveMemory
-from diskprobe.smart.metrics import attribute_metrics, has_health_data, smart_metric
+from diskprobe.smart.metrics import Judged, attribute_metrics, has_health_data, smart_metric
+from diskprobe.smart.model import DriveHealth
 from diskprobe.smart.reader import DriveRead, sudo_refused
 from diskprobe.smart.runner import CommandRunner
-from diskprobe.smart.verdict import judge, merge_thresholds
+from diskprobe.smart.verdict import Evidence, VerdictRules, judge, merge_thresholds
 from diskprobe.smart.workers import DaemonPool
 
 __all__ = ["PERMISSION_HELP", "SmartCollector"]  # PERMISSION_HELP: `diskprobe doctor` says it
@@ -49,7 +51,10 @@ class SmartCollector(BaseCollector[SmartConfig]):
         self._nvme = nvme_runner or CommandRunner(config.nvme_path, config.timeout, config.use_sudo)
         self._reader = DriveReader(config, self._log, self._roots, self._runner, self._nvme)
         self._blocking = blocking  # --once: wait for the reads instead of a later tick
-        self._thresholds = merge_thresholds(config.thresholds)
+        self._rules = VerdictRules(
+            merge_thresholds(config.thresholds), config.afr_warn_multiple, config.afr_fail_percent
+        )
+        self._afr = load_afr_table()
         self._memory = DriveMemory(context.state_store())
         # Daemon threads: a read in flight never holds up diskprobe's exit.
         self._pool = DaemonPool(config.concurrency, "smart-read")
@@ -187,17 +192,23 @@ class SmartCollector(BaseCollector[SmartConfig]):
             self._log.warn_once(f"smart-unusable:{read.spec}", message)
         self._memory.remember_identity(health)
         if read.problem or health.standby or not has_health_data(health):
-            metric = smart_metric(health, {}, {}, None, time_ns)
+            metric = smart_metric(health, None, time_ns)
             if read.problem:
                 metric.fields.pop("power_mode")  # unknown: the read failed
             collection.metrics.append(metric)
             return
+        judged = self._judge(health, time_ns)
+        collection.metrics.append(smart_metric(health, judged, time_ns))
+        if self.config.attributes:
+            collection.metrics += attribute_metrics(health, time_ns, self._afr)
+
+    def _judge(self, health: DriveHealth, time_ns: int) -> Judged:
         values = dict(health.counters)
         life = json_parser.life_left_percent(health)
         if life is not None:
             values["ssd_life_left_percent"] = life
-        increases = self._memory.increases(health)
-        verdict = judge(health, values, increases, self._thresholds)
-        collection.metrics.append(smart_metric(health, values, increases, verdict, time_ns))
-        if self.config.attributes:
-            collection.metrics += attribute_metrics(health, time_ns)
+        trend = self._memory.trend(health, time_ns / 1e9, self.config.growth_window)
+        estimate = self._afr.estimate(health)
+        baseline = self._afr.baseline(health.media) if estimate is not None else None
+        evidence = Evidence(values, trend.increases, trend.last_day, estimate, baseline)
+        return Judged(values, trend, judge(health, evidence, self._rules), estimate)

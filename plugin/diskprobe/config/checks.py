@@ -153,6 +153,10 @@ def convert(label: str, value: Any, default: Any, meta: Mapping[str, Any]) -> An
             _drives(label, value)
     else:
         expected = type(default)
+        if expected is float and type(value) is int:  # "afr_fail_percent = 100" means 100.0
+            if abs(value) > 2**53:  # past a float's exact integers (and, far past, OverflowError)
+                raise ConfigError(f"{label} must be {describe_bounds(meta)}, not {value}"[:300])
+            value = float(value)
         if type(value) is not expected:
             raise ConfigError(
                 f"{label} must be of type {expected.__name__}, not {type(value).__name__}"
@@ -160,14 +164,16 @@ def convert(label: str, value: Any, default: Any, meta: Mapping[str, Any]) -> An
         bad = [value] if choices and value not in choices else []
         if isinstance(value, str):
             _text(label, value, kind)
-        elif isinstance(value, int) and not isinstance(value, bool):
-            _int(label, value, meta)
+        elif isinstance(value, (int, float)) and not isinstance(value, bool):
+            _number(label, value, meta)
     if bad:
         raise ConfigError(f"{label}: {bad[0]!r} is not one of {', '.join(choices)}")
     return value
 
 
-def _int(label: str, value: int, meta: Mapping[str, Any]) -> None:
+def _number(label: str, value: float, meta: Mapping[str, Any]) -> None:
+    if isinstance(value, float) and not math.isfinite(value):  # TOML has inf and nan
+        raise ConfigError(f"{label} must be a finite number, not {value}")
     low, high = bounds(meta)
     if value < low:
         raise ConfigError(f"{label} must be at least {low}")

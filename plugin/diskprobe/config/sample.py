@@ -43,7 +43,9 @@ def _render_keys(cls: type, indent: str) -> list[str]:
         kind = item.metadata.get("kind", "")
         doc = item.metadata["doc"]
         default = field_default(item)
-        if kind == "duration" or (isinstance(default, int) and not isinstance(default, bool)):
+        if kind == "duration" or (
+            isinstance(default, (int, float)) and not isinstance(default, bool)
+        ):
             doc += f" Range: {describe_bounds(item.metadata)}."
         if default is None:
             default = UNSET_EXAMPLES[item.name]

@@ -158,6 +158,27 @@ class SmartConfig:
         "e.g. pending_sectors = { warn = 1, fail = 5 }; a negative limit disables it.",
         "thresholds",
     )
+    afr_warn_multiple: float = option(
+        2.0,
+        "Warn when a drive's estimated failure rate (afr_percent) reaches this multiple of its "
+        "population's (2.87 %/year for hard drives: docs/smart.md); 0 disables.",
+        minimum=0.0,
+        maximum=1000.0,
+    )
+    afr_fail_percent: float = option(
+        100.0,
+        "Fail when afr_percent reaches this rate (%/year; at 100, drives in that state fail "
+        "about once per drive-year); 0 disables.",
+        minimum=0.0,
+        maximum=100000.0,
+    )
+    growth_window: float = option(
+        604800.0,
+        "Window of the *_per_day growth rates (kept in the state file).",
+        "duration",
+        minimum=3600.0,
+        maximum=366 * 86400.0,
+    )
 
 
 @dataclass

@@ -5,6 +5,16 @@ from __future__ import annotations
 from diskprobe.schema.types import MeasurementSpec, TagSpec
 from diskprobe.schema.types import field_spec as _f
 
+# Defect counters whose growth is tracked (the *_per_day fields) and warns (smart/verdict.py).
+GROWTH_COUNTERS = (
+    "reallocated_sectors",
+    "pending_sectors",
+    "offline_uncorrectable",
+    "reported_uncorrectable",
+    "media_errors",
+    "grown_defects",
+)
+
 SMART = MeasurementSpec(
     name="diskprobe_smart",
     description=(
@@ -89,6 +99,46 @@ SMART = MeasurementSpec(
             "Growth of pending_sectors since the drive's baseline.",
         ),
         _f(
+            "afr_percent",
+            "float",
+            "%/year",
+            "Estimated annualized failure rate of drives in this drive's state: the worst of its predictor attributes' rates in the failure-rate table (docs/smart.md). A population rate, not a prediction for this drive. Hard drives (ATA) only: no public data exists for the other media, so none is sent.",
+        ),
+        _f(
+            "temperature_failed_in_past",
+            "bool",
+            "",
+            "A temperature attribute (190, 194) was at or below its threshold in the past: an environmental excursion, recorded, not a warning.",
+        ),
+        *(
+            _f(
+                f"{name}_per_day",
+                "float",
+                "1/d",
+                f"Net change of {name} per day over `[smart] growth_window` (kept in the state file; a window shorter than a day counts as a day).",
+            )
+            for name in GROWTH_COUNTERS
+        ),
+        _f(
+            "self_test_last_status",
+            "str",
+            "",
+            "Most recent self-test in the drive's log (ATA, NVMe): passed, failed, aborted, in_progress or none (empty log). failed warns.",
+        ),
+        _f(
+            "self_test_age_hours",
+            "int",
+            "h",
+            "Power-on hours since the most recent self-test ran.",
+        ),
+        _f("self_test_failed_count", "int", "count", "Failed self-tests in the drive's log."),
+        _f(
+            "error_log_count",
+            "int",
+            "count",
+            "ATA SMART error log: errors the drive has recorded over its life (NVMe: error_log_entries).",
+        ),
+        _f(
             "critical_warning",
             "int",
             "bitmask",
@@ -148,6 +198,12 @@ SMART_ATTR = MeasurementSpec(
         _f("raw_string", "str", "", "Raw value as smartctl prints it (38 (Min/Max 20/45))."),
         _f("prefailure", "bool", "", "true for pre-failure attributes, false for old-age ones."),
         _f("when_failed", "str", "", "Empty, FAILING_NOW or In_the_past."),
+        _f(
+            "afr_percent",
+            "float",
+            "%/year",
+            "Annualized failure rate observed for drives with this attribute's raw value, from the failure-rate table (docs/smart.md); only for hard drives and attributes the table covers.",
+        ),
     ),
     series_tags=("device", "id"),
 )

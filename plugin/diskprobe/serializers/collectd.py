@@ -59,6 +59,8 @@ SKIPPED: dict[tuple[str, str], str] = {
     (SMART.name, "verdict_reasons"): "text; `verdict_code` and the counters it names",
     (SMART.name, "power_mode"): "text; a drive left asleep sends only `exit_status`",
     (SMART.name, "firmware"): "text",
+    (SMART.name, "self_test_last_status"): "text; a failed test shows in `verdict_code`, the "
+    "count in `self_test_failed_count`",
     (SMART_ATTR.name, "raw_string"): "text; its number is `raw`",
     (SMART_ATTR.name, "when_failed"): "text; a failing attribute shows in `verdict_code`",
     (PROCESS_IO.name, "cmdline"): "text",

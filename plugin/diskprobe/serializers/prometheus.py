@@ -47,13 +47,20 @@ UNITS: dict[str, tuple[str, str, int, int]] = {
     "min": ("_minutes", "_seconds", 60, 1),
     "h": ("_hours", "_seconds", 3600, 1),
     "%": ("_percent", "_ratio", 1, 100),
+    "%/year": ("_percent", "_ratio", 1, 100),  # an annualized rate: 0.0287 a year
     "°C": ("_c", "_celsius", 1, 1),
     "B": ("_bytes", "_bytes", 1, 1),
     "B/s": ("_per_sec", "_per_second", 1, 1),
     "1/s": ("_per_sec", "_per_second", 1, 1),
     "us/s": ("_us_per_sec", "_seconds_per_second", 1, 1_000_000),
 }
-RENAMES = {"percentage_used": "life_used_percent"}  # NVMe's name carries no unit suffix
+RENAMES = {
+    "percentage_used": "life_used_percent",  # NVMe's name carries no unit suffix
+    "afr_percent": "annualized_failure_percent",  # spelled out where no README is at hand
+    # "_count" is a summary's or histogram's suffix (promtool refuses it on a gauge).
+    "error_log_count": "error_log_errors",
+    "self_test_failed_count": "self_tests_failed",
+}
 SNAPSHOTS = {"io": IO.name, "filesystems": FS.name}  # collector -> measurement
 LABEL_NAME = re.compile(r"(?!__)[a-zA-Z_][a-zA-Z0-9_]*")
 CACHE_LIMIT = 50_000
