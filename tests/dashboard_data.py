@@ -12,7 +12,12 @@
   Each is derived from a real or golden line, with the fields that matter changed. The training
   host also gets I/O pressure, its top processes and per-container I/O (diskprobe_cgroup_io
   for a Kubernetes pod, a Docker container and a systemd service, tagged by diskprobe's own
-  cgroup path parser; every field name checked against the schema).
+  cgroup path parser; every field name checked against the schema). For the fleet view, five
+  golden drives on two racks read daily for three days, two of them with growing counters;
+  their afr_percent and *_per_day come from diskprobe's own estimate and growth code.
+
+Size: one data set for one InfluxDB load; the fleet block (FLEET to synthetic_fleet) can move
+to a module of its own beside it.
 """
 
 from __future__ import annotations
@@ -24,14 +29,21 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Union
 
+from diskprobe.compute import growth
 from diskprobe.compute.cgroup_tags import cgroup_tags
+from diskprobe.config.sections import SmartConfig
 from diskprobe.schema import MEASUREMENTS
+from diskprobe.smart.afr import load_afr_table
+from diskprobe.smart.model import Attribute, DriveHealth
+from diskprobe.smart.verdict import GROWTH_COUNTERS
 
 from lineproto import Point, parse_lines
 
 GOLDEN = Path(__file__).resolve().parent / "golden" / "smart-json"
 PROBE, STORE, GPU, SILENT = "probe01", "store01", "gpu01", "silent01"
 SEC, MIN, HOUR = 10**9, 60 * 10**9, 3600 * 10**9
+DAY_S = growth.DAY_S
+GROWTH_WINDOW_S = SmartConfig().growth_window  # diskprobe's default, seconds
 
 Value = Union[float, int, bool, str]
 
@@ -307,6 +319,86 @@ def synthetic_cgroup_io() -> list[Row]:
     return out
 
 
+# The fleet view (dashboards' diskprobe-fleet, the AFR and defect-growth alerts): golden drives
+# copied to two racks and read once a day for three days, the last read 10 minutes ago. Only
+# the counter values along the way are made up: afr_percent is diskprobe's own estimate
+# (smart/afr.py) from the drive's golden attributes, the *_per_day rates come from diskprobe's
+# own growth history (compute/growth.py) over these reads.
+RACK_A, RACK_B = "rack01", "rack02"
+FLEET_READS = 4
+# (host, device, golden case, growing counter: (field, ATA attribute id or 0, value per read)).
+FLEET: tuple[tuple[str, str, str, tuple[str, int, tuple[int, ...]] | None], ...] = (
+    # fail: 1975 reallocated sectors (the table's 150.28 %/year), nothing grows any more
+    (RACK_A, "sda", "failing-usb-jmicron-hitachi-hds721050dle630", None),
+    # warn: 2 new pending sectors a day
+    (RACK_A, "sdb", PENDING_CASE, ("pending_sectors", 197, (0, 2, 4, 6))),
+    # ok: every predictor reads 0, so its estimate is the hard-drive baseline
+    (RACK_B, "sda", "ata-hdd-wdc-wd20efrx-68euzn0", None),
+    # warn, no estimate (NVMe): one more media error a day (media errors warn; no hard fact)
+    (RACK_B, "nvme0", "failing-nvme-samsung-970-evo-500gb-media-errors",
+     ("media_errors", 0, (4, 5, 6, 7))),
+    # ok, no estimate (SCSI): grown_defects stays 0
+    (RACK_B, "sdb", "scsi-seagate-st1200mm0088", None),
+)
+
+
+def _attributes(golden: list[Row], case: str, raw: dict[int, int]) -> list[Attribute]:
+    """The case's ATA attributes as diskprobe parsed them, with `raw` values replaced."""
+    out = []
+    for row in golden:
+        if row.measurement == "diskprobe_smart_attr" and row.meta["case"] == case:
+            number, f = int(row.tags["id"]), row.fields
+            parsed = int(f["raw"]) if "raw" in f else None  # unparsable raw values have none
+            out.append(Attribute(
+                number, row.tags["name"], int(f["value"]), int(f["worst"]), int(f["threshold"]),
+                raw.get(number, parsed), str(f["raw_string"]), bool(f["prefailure"]),
+                str(f["when_failed"])))
+    return out
+
+
+def fleet_drive(golden: list[Row], host: str, device: str, case: str,
+                grows: tuple[str, int, tuple[int, ...]] | None) -> list[Row]:
+    """One drive's daily reads: counters (and so afr_percent and *_per_day) as they grow."""
+    line = _smart(golden, case).tagged(host=host, device=device)
+    histories: dict[str, list[list[float]]] = {}
+    rows = []
+    for read in range(FLEET_READS):
+        counters = {name: int(value) for name, value in line.fields.items()
+                    if name in GROWTH_COUNTERS and isinstance(value, int)}
+        reasons = str(line.fields["verdict_reasons"])
+        if grows is not None:
+            name, _, values = grows
+            counters[name] = values[read]
+            # The golden reason names the golden count: media_errors=7 -> media_errors=5
+            reasons = reasons.replace(f"{name}={line.fields.get(name)}", f"{name}={values[read]}")
+            if read:
+                reasons += f",{name}_growth_24h={values[read] - values[read - 1]}"
+        now_s = read * DAY_S
+        per_day: dict[str, Value] = {}
+        for counter, value in counters.items():
+            history = growth.record(histories.get(counter, []), now_s, value, GROWTH_WINDOW_S)
+            histories[counter] = history
+            rate = growth.per_day(history, now_s, GROWTH_WINDOW_S)
+            assert rate is not None  # the history holds this read at least
+            per_day[f"{counter}_per_day"] = rate
+        raw = {grows[1]: counters[grows[0]]} if grows is not None and grows[1] else {}
+        health = DriveHealth(device, str(line.tags["protocol"]), str(line.tags["media"]),
+                             attributes=_attributes(golden, case, raw))
+        estimate = load_afr_table().estimate(health)
+        afr: dict[str, Value] = {} if estimate is None else {"afr_percent": estimate.afr_percent}
+        offset = -10 * MIN - (FLEET_READS - 1 - read) * 24 * HOUR
+        rows.append(line.changed(
+            offset, synthetic(f"{case} on {host}, daily read {read + 1} of {FLEET_READS}"),
+            **counters, **schema_fields("diskprobe_smart", **afr, **per_day),
+            verdict_reasons=reasons))
+    return rows
+
+
+def synthetic_fleet(golden: list[Row]) -> list[Row]:
+    return [row for host, device, case, grows in FLEET
+            for row in fleet_drive(golden, host, device, case, grows)]
+
+
 def dataset(real_points: list[Point]) -> list[Row]:
     real = real_rows(real_points)
     golden = golden_rows()
@@ -316,7 +408,7 @@ def dataset(real_points: list[Point]) -> list[Row]:
     return [
         *real, *kept, *synthetic_smart(golden), *synthetic_fs(real),
         *synthetic_gpu_host(real), *synthetic_agents(real), *synthetic_pressure(),
-        *synthetic_process_io(), *synthetic_cgroup_io(),
+        *synthetic_process_io(), *synthetic_cgroup_io(), *synthetic_fleet(golden),
     ]
 
 

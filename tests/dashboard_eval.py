@@ -8,6 +8,9 @@ backend renders `$timeFilter` as `time > <from>ms and time < <to>ms`; Chronograf
 batch query's outer WHERE and adds the .groupBy() tags (query.go). Thresholds are Grafana's
 threshold expression (gt, lt, within_range, outside_range); TICKscript lambdas are evaluated
 by a tiny interpreter that accepts only comparisons and AND/OR.
+
+Size: the three tools' expansion rules and the schema reference check in one place, as the
+tests use them together.
 """
 
 from __future__ import annotations
@@ -222,7 +225,9 @@ def kapacitor_level(tick: Tick, series: Series) -> str:
 # -- schema references -----------------------------------------------------------------------
 
 _STRING = re.compile(r"'(?:[^'\\]|\\.)*'")
-_REGEX = re.compile(r"/(?:[^/\\\n]|\\.)*/")
+# A regex literal follows =~ or !~ ("device" =~ /^sd/); any other slash divides
+# (last("power_on_hours") / 24), and must not swallow the text up to the next regex.
+_REGEX = re.compile(r"([=!]~\s*)/(?:[^/\\\n]|\\.)*/")
 _SOURCE = re.compile(r'FROM\s+((?:"[^"]+"\.)*"([^"]+)")')
 _ALIAS = re.compile(r'\bAS\s+"([^"]+)"')
 _IDENT = re.compile(r'"([^"]+)"')
@@ -236,7 +241,7 @@ class Known:
 
 def unknown_references(query: str, known: Known) -> list[str]:
     """Measurements, fields and tags in `query` that `known` does not have."""
-    text = _REGEX.sub("//", _STRING.sub("''", query))
+    text = _REGEX.sub(r"\1//", _STRING.sub("''", query))
     problems: list[str] = []
     measurements = [m.group(2) for m in _SOURCE.finditer(text)]
     for name in measurements:

@@ -5,11 +5,16 @@ expected.out lines and clearly marked synthetic points. Every panel query of eve
 Chronograf dashboard runs with its variables expanded and returns the series it draws; every
 Grafana rule and every TICKscript fires for exactly the cases it should; every query names
 only measurements, fields and tags of diskprobe's schema (plus Telegraf's nvidia_smi).
+
+Size: one InfluxDB load serves every dashboard and alert check; the fleet section at the end
+(table order, one drive's history, the drive-risk alerts) is the next to move into a module of
+its own (test_dashboards_fleet.py) with its data from dashboard_data.py.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import re
 import sys
 import time
@@ -39,6 +44,8 @@ from dashboard_eval import (
     write_rows,
 )
 from diskprobe.schema import MEASUREMENTS
+from diskprobe.smart.afr import load_afr_table
+from diskprobe.smart.verdict import GROWTH_COUNTERS, VerdictRules
 
 from influxdb_server import InfluxServer
 
@@ -48,13 +55,15 @@ sys.path.insert(0, str(DASHBOARDS))
 
 import generate  # noqa: E402
 from dashgen import refs  # noqa: E402
+from dashgen.alerts_risk import growth_alert_uid  # noqa: E402
 from dashgen.rendered import render_all  # noqa: E402
 
 GRAFANA = sorted((DASHBOARDS / "grafana").glob("*.json"))
 CHRONOGRAF = sorted((DASHBOARDS / "chronograf").glob("*.json"))
 TICKS = sorted((DASHBOARDS / "alerts" / "kapacitor").glob("*.tick"))
 ALERTS_YAML = DASHBOARDS / "alerts" / "grafana-alerts.yaml"
-GRAFANA_UNITS = {"Bps", "iops", "ms", "percent", "s", "bytes", "celsius", "none", "h", "m", "µs"}
+GRAFANA_UNITS = {"Bps", "iops", "ms", "percent", "s", "bytes", "celsius", "none", "h", "m", "µs",
+                 "d"}
 PANEL_TYPES = {"timeseries", "table", "state-timeline"}
 CHRONOGRAF_CELL_TYPES = {"line", "table", "line-stepplot"}
 TEST_DB_PLACEHOLDER = '"telegraf"."autogen".'
@@ -385,7 +394,8 @@ def test_chronograf_cells_return_their_series(
 ) -> None:
     server, db = _loaded(influx_db, rows)
     board = _load(path)["dashboard"]
-    seconds = 7 * 86400 if "health" in path.name else 6 * 3600
+    # Chronograf files carry no time range: use the Grafana twin's (7 days for health, fleet).
+    seconds = relative_seconds(_load(DASHBOARDS / "grafana" / path.name)["time"]["from"])
     hosts: list[str] = []
     values: dict[str, str] = {}
     for template in board["templates"]:
@@ -427,6 +437,50 @@ def _last_smart(rows: list[Row], field: str) -> dict[Labels, float]:
             if key not in last or row.offset_ns >= last[key][0]:
                 last[key] = (row.offset_ns, float(value))
     return {key: value for key, (_, value) in last.items()}
+
+
+DRIVE = ("host", "device", "model", "serial")  # the drive-risk alerts' labels
+SMART_WINDOW_NS = 2 * data.HOUR  # their query window
+
+
+def afr_warn_limit() -> float:
+    """diskprobe's own warn limit, as the brief defines it (not dashgen's copy)."""
+    baseline = load_afr_table().baseline("hdd")
+    assert baseline is not None
+    return baseline * VerdictRules().afr_warn_multiple
+
+
+def _drive_of(row: Row) -> Labels:
+    """The drive labels InfluxDB groups the row by (a missing tag groups as "")."""
+    return tuple(row.tags.get(tag, "") for tag in DRIVE)
+
+
+def _last_per_drive(rows: list[Row], field: str) -> dict[Labels, float]:
+    """The last value of `field` per drive within the alert window."""
+    last: dict[Labels, tuple[int, float]] = {}
+    for row in rows:
+        value = row.fields.get(field)
+        if (row.measurement != "diskprobe_smart" or row.offset_ns < -SMART_WINDOW_NS
+                or not isinstance(value, (int, float)) or isinstance(value, bool)):
+            continue
+        key = _drive_of(row)
+        if key not in last or row.offset_ns >= last[key][0]:
+            last[key] = (row.offset_ns, float(value))
+    return {key: value for key, (_, value) in last.items()}
+
+
+def drive_risk_firing(rows: list[Row]) -> dict[str, dict[Labels, str]]:
+    """Every drive (golden ones too, should they carry the fields) above diskprobe's AFR warn
+    limit; for each counter diskprobe tracks, every drive whose *_per_day rate is above 0."""
+    afr = _last_per_drive(rows, "afr_percent")
+    growing = {
+        growth_alert_uid(counter): {k: "warning" for k, v
+                                    in _last_per_drive(rows, f"{counter}_per_day").items()
+                                    if v > 0}
+        for counter in GROWTH_COUNTERS
+    }
+    return {"diskprobe-afr-high": {k: "warning" for k, v in afr.items() if v > afr_warn_limit()},
+            **growing}
 
 
 def expected_firing(rows: list[Row]) -> dict[str, dict[Labels, str]]:
@@ -475,12 +529,14 @@ def expected_firing(rows: list[Row]) -> dict[str, dict[Labels, str]]:
         "diskprobe-io-saturated-nvme": {(GPU, "nvme1n1"): "warning", **busy["nvme"]},
         "diskprobe-io-saturated-other": {(GPU, "sdb"): "warning", **busy["other"]},
         "diskprobe-agent-silent": {(SILENT,): "critical"},
+        **drive_risk_firing(rows),
     }
 
 
 def test_expectations_cover_failing_and_healthy_golden_drives(rows: list[Row]) -> None:
     verdicts = expected_firing(rows)["diskprobe-verdict"]
-    assert verdicts[(STORE, "failing-scsi-seagate-st373453lc-grown260")] == "critical"
+    # Grown defects and uncorrected errors warn (no failure-rate data for SCSI; health OK).
+    assert verdicts[(STORE, "failing-scsi-seagate-st373453lc-grown260")] == "warning"
     assert verdicts[(STORE, data.REALLOC_CASE)] == "warning"
     assert (GPU, "nvme-samsung-970-evo-plus-250gb") not in verdicts
     assert (STORE, "ata-hdd-wdc-wd20efrx-68euzn0") not in verdicts
@@ -581,3 +637,129 @@ def test_pressure_and_container_panels_show_the_training_host(
     assert table["options"]["sortBy"] == [{"displayName": "read + write", "desc": True}]
     totals = {s["tags"]["process"]: s["values"][0][1] for s in top}
     assert totals == {name: read + write for name, _, _, read, write, _, _ in data.PROCESSES}
+
+
+# -- fleet: drives to replace, one drive's history, the drive-risk alerts -------------------
+
+FLEET_BOARD = DASHBOARDS / "grafana" / "diskprobe-fleet.json"
+FLEET_HOSTS = {"host": [data.RACK_A, data.RACK_B]}
+WEEK_S = 7 * 86400
+
+
+def _drive(host: str, device: str) -> Labels:
+    """A fleet drive's labels (host, device, model, serial) as the data gives them."""
+    case = next(case for h, d, case, _ in data.FLEET if (h, d) == (host, device))
+    row = next(r for r in data.golden_rows()
+               if r.measurement == "diskprobe_smart" and r.meta["case"] == case)
+    return (host, device, row.tags["model"], case)
+
+
+FAIL_HDD, WARN_HDD = _drive(data.RACK_A, "sda"), _drive(data.RACK_A, "sdb")
+OK_HDD, WARN_NVME, OK_SCSI = (_drive(data.RACK_B, d) for d in ("sda", "nvme0", "sdb"))
+
+
+def _fleet_reads(rows: list[Row], drive: Labels) -> list[Row]:
+    return sorted((r for r in rows if r.measurement == "diskprobe_smart"
+                   and _drive_of(r) == drive), key=lambda r: r.offset_ns)
+
+
+def test_drive_risk_expectations_pick_the_right_drives(rows: list[Row]) -> None:
+    expected = expected_firing(rows)
+    assert set(expected["diskprobe-afr-high"]) >= {FAIL_HDD, WARN_HDD}
+    growth = {c: set(expected[growth_alert_uid(c)]) for c in GROWTH_COUNTERS}
+    assert WARN_HDD in growth["pending_sectors"] and WARN_NVME in growth["media_errors"]
+    fleet = {FAIL_HDD, WARN_HDD, OK_HDD, WARN_NVME, OK_SCSI}
+    assert {c: drives & fleet for c, drives in growth.items() if drives & fleet} == {
+        "pending_sectors": {WARN_HDD}, "media_errors": {WARN_NVME}}
+    assert not {OK_HDD, OK_SCSI} & set(expected["diskprobe-afr-high"])
+    # The healthy drive sits at the baseline itself: the limit is a multiple of it.
+    assert _fleet_reads(rows, OK_HDD)[-1].fields["afr_percent"] == load_afr_table().baseline("hdd")
+
+
+def test_afr_alert_uses_diskprobes_own_warn_limit() -> None:
+    limit = afr_warn_limit()
+    (rule,) = [r for g in _yaml()["groups"] for r in g["rules"]
+               if r["uid"].startswith("diskprobe-afr")]
+    evaluator = rule["data"][2]["model"]["conditions"][0]["evaluator"]
+    assert evaluator == {"type": "gt", "params": [pytest.approx(limit)]}
+    tick = parse_tick((DASHBOARDS / "alerts" / "kapacitor" / "diskprobe-afr-high.tick").read_text())
+    assert tick.levels == {"warn": f'"value" > {limit:g}'}
+    # "gt" stands for the verdict's ">=" only while no rate of the table equals the limit.
+    rates = {b.afr_percent for a in load_afr_table().attributes.values() for b in a.buckets}
+    assert all(rate != pytest.approx(limit) for rate in rates)
+
+
+def _table_rows(series: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One dict per row, tags and columns; not "time": with several selectors InfluxDB gives
+    the start of the range there, not a point's time."""
+    return [{**s["tags"], **{c: v for c, v in zip(s["columns"], values) if c != "time"}}
+            for s in series for values in s["values"]]
+
+
+def _grafana_order(panel: dict[str, Any], table: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Rows as Grafana's table sorts them: options.sortBy, first key first. An empty cell
+    sorts below every number (Grafana's table sorts it as -Infinity)."""
+    names = {p["value"]: o["matcher"]["options"] for o in panel["fieldConfig"]["overrides"]
+             for p in o["properties"] if p["id"] == "displayName"}
+    ordered = list(table)
+    for key in reversed(panel["options"]["sortBy"]):  # stable sorts, last key first
+        column = names[key["displayName"]]
+        ordered.sort(key=lambda row: -math.inf if row[column] is None else row[column],
+                     reverse=key["desc"])
+    return ordered
+
+
+def test_fleet_table_lists_drives_worst_first(
+    influx_db: tuple[InfluxServer, str], rows: list[Row]
+) -> None:
+    server, db = _loaded(influx_db, rows)
+    (panel,) = [p for p in _load(FLEET_BOARD)["panels"] if p["type"] == "table"]
+    (target,) = panel["targets"]
+    table = _table_rows(run(server, db, grafana_expand(target["query"], WEEK_S, FLEET_HOSTS)))
+    shown = _grafana_order(panel, table)
+    # Fail before warn before ok; within a verdict the higher AFR first, no estimate last.
+    assert [tuple(r[t] for t in DRIVE) for r in shown] == [
+        FAIL_HDD, WARN_HDD, WARN_NVME, OK_HDD, OK_SCSI]
+    rates = [f"{c}_per_day" for c in GROWTH_COUNTERS]
+    for row in shown:
+        last = _fleet_reads(rows, tuple(row[t] for t in DRIVE))[-1].fields
+        assert row["age_days"] == pytest.approx(int(last["power_on_hours"]) / 24)
+        for column in ("verdict_code", "verdict", "afr_percent", "verdict_reasons", *rates):
+            assert row[column] == last.get(column), column
+    warn = next(r for r in shown if r["serial"] == WARN_HDD[3])
+    assert warn["pending_sectors_per_day"] == 2.0 and warn["afr_percent"] > afr_warn_limit()
+    # Chronograf's cell holds the same query: one host at a time, the same rows.
+    cell = next(c for c in _load(DASHBOARDS / "chronograf" / FLEET_BOARD.name)["dashboard"]
+                ["cells"] if c["type"] == "table")
+    text = cell["queries"][0]["query"].replace(TEST_DB_PLACEHOLDER, f'"{db}"."autogen".')
+    chronograf = [row for host in FLEET_HOSTS["host"] for row in _table_rows(
+        run(server, db, chronograf_expand(text, WEEK_S, {":host:": f"'{host}'"})))]
+    assert sorted(map(str, chronograf)) == sorted(map(str, table))
+    assert cell["tableOptions"]["sortBy"]["internalName"] == "verdict_code"
+
+
+def test_fleet_history_follows_one_drive(
+    influx_db: tuple[InfluxServer, str], rows: list[Row]
+) -> None:
+    server, db = _loaded(influx_db, rows)
+    board = _load(FLEET_BOARD)
+    (serial,) = [v for v in board["templating"]["list"] if v["name"] == "serial"]
+    assert serial["multi"] is False and serial["includeAll"] is False  # one drive at a time
+    (panel,) = [p for p in board["panels"] if p["type"] == "timeseries"]
+    values = {**FLEET_HOSTS, "serial": [WARN_HDD[3]]}
+    afr, sectors = (run(server, db, grafana_expand(t["query"], WEEK_S, values))
+                    for t in panel["targets"])
+    reads = _fleet_reads(rows, WARN_HDD)
+    (one,) = afr
+    assert one["tags"] == {"host": WARN_HDD[0], "device": WARN_HDD[1], "serial": WARN_HDD[3]}
+    assert [v[1] for v in one["values"]] == [r.fields["afr_percent"] for r in reads]
+    (counters,) = sectors
+    for name in ("reallocated_sectors", "pending_sectors"):
+        column = counters["columns"].index(name)
+        assert [v[column] for v in counters["values"]] == [r.fields[name] for r in reads]
+    assert [r.fields["pending_sectors"] for r in reads] == [0, 2, 4, 6]  # it does grow
+    # Sectors on the right axis, the rate on the left (legend: host device serial column).
+    (right,) = panel["fieldConfig"]["overrides"]
+    legend = f"{WARN_HDD[0]} {WARN_HDD[1]} {WARN_HDD[3]}"
+    assert re.fullmatch(right["matcher"]["options"], f"{legend} pending_sectors")
+    assert not re.fullmatch(right["matcher"]["options"], f"{legend} afr_percent")

@@ -8,6 +8,7 @@ Grafana's pending period, which only rides out a single bad evaluation.
 
 from __future__ import annotations
 
+from dashgen.alerts_risk import risk_alerts
 from dashgen.build import agg, tags
 from dashgen.model import Alert, Level
 from dashgen.query import Select
@@ -306,4 +307,4 @@ def _agent() -> list[Alert]:
 
 
 def alerts() -> list[Alert]:
-    return [*_smart(), *_fs(), *_io(), *_agent()]
+    return [*_smart(), *risk_alerts(), *_fs(), *_io(), *_agent()]

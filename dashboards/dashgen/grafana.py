@@ -135,8 +135,8 @@ def _variable(variable: Variable) -> Json:
         "query": query,
         "current": {},
         "hide": 0,
-        "includeAll": True,
-        "multi": True,
+        "includeAll": variable.multi,
+        "multi": variable.multi,
         "options": [],
         "refresh": 2,  # on time range change: new devices and drives appear
         "regex": "",
@@ -195,6 +195,8 @@ def _overrides(panel: Panel) -> list[Json]:
         properties: list[Json] = [{"id": "unit", "value": grafana_unit(column.unit)}]
         if column.title:
             properties.append({"id": "displayName", "value": column.title})
+        if column.steps:
+            properties += _steps(column.steps)
         mappings = {"verdict_code": VERDICT_MAPPINGS, "verdict": VERDICT_TEXT_MAPPINGS}
         if panel.verdict_mapping and column.name in mappings:
             properties.append({"id": "mappings", "value": mappings[column.name]})
@@ -217,12 +219,21 @@ def _overrides(panel: Panel) -> list[Json]:
     return overrides
 
 
+def _steps(steps: tuple[tuple[float, str], ...]) -> list[Json]:
+    """Absolute thresholds colouring the cell's text: green below the first step."""
+    base: list[Json] = [{"color": "green", "value": None}]  # Grafana's base step has no value
+    thresholds = base + [{"color": colour, "value": value} for value, colour in steps]
+    return [
+        {"id": "thresholds", "value": {"mode": "absolute", "steps": thresholds}},
+        {"id": "custom.cellOptions", "value": {"type": "color-text"}},
+    ]
+
+
 def _options(panel: Panel) -> Json:
     if panel.kind == "table":
         titles = {column.name: column.title or column.name for column in panel.columns}
-        sort = [{"displayName": titles[panel.sort_by], "desc": panel.sort_desc}]
-        if not panel.sort_by:
-            sort = []
+        sort = [{"displayName": titles[name], "desc": panel.sort_desc}
+                for name in (panel.sort_by, *panel.then_by) if panel.sort_by]
         return {"showHeader": True, "cellHeight": "sm", "sortBy": sort}
     legend = {"displayMode": "table", "placement": "bottom", "showLegend": True,
               "calcs": ["mean", "max", "lastNotNull"]}

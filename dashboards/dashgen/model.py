@@ -23,6 +23,9 @@ class Column:
     name: str
     unit: str
     title: str = ""
+    # Grafana: colour the cell from these (value, colour) steps up, e.g. the AFR warn and fail
+    # limits; below the first step the cell stays green.
+    steps: tuple[tuple[float, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -36,6 +39,7 @@ class Panel:
     columns: tuple[Column, ...] = ()  # tables
     sort_by: str = ""  # tables: the column to sort by
     sort_desc: bool = False
+    then_by: tuple[str, ...] = ()  # tables: ties broken by these, in the same direction (Grafana)
     verdict_mapping: bool = False  # 0 ok, 1 warn, 2 fail with colours
     repeat: str = ""  # Grafana: one copy of the panel per selected value of this variable
     # A second y axis (Grafana): series whose name matches `right_match` use `right_unit`.
@@ -59,6 +63,7 @@ class Variable:
     tag: str
     measurement: str
     depends_on: tuple[str, ...] = ()  # variables whose selection narrows this one's values
+    multi: bool = True  # Grafana: multi-select with "All"; False picks one value (one drive)
 
 
 @dataclass(frozen=True)

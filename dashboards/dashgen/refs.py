@@ -103,6 +103,8 @@ GRAFANA_UNITS = {
     "h": "h",
     "min": "m",
     "us/s": "µs",  # stall microseconds per second of wall time
+    "d": "d",  # days: Grafana scales them to weeks and years
+    "%/year": "percent",  # afr_percent: the column title says "per year"
 }
 
 
@@ -123,6 +125,9 @@ CHRONOGRAF_AXES = {
     "h": (" h", "10"),
     "min": (" min", "10"),
     "us/s": (" µs/s", "10"),
+    "d": (" d", "10"),
+    "%/year": ("%/yr", "10"),
+    "1/d": ("/d", "10"),  # the *_per_day growth rates
 }
 
 
