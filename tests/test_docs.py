@@ -39,6 +39,8 @@ OTHER_BLOCKS = {
     ("docs/filesystems.md", "influxql-fill-24h"),  # hand-written; test_readme_influxql.py
     ("docs/smart.md", "influxql-realloc-24h"),
     ("docs/smart.md", "influxql-nvme-wear"),
+    ("docs/fail-slow.md", "influxql-fail-slow-last"),
+    ("docs/fail-slow.md", "influxql-fail-slow-fleet"),
 }
 
 

@@ -11,7 +11,7 @@ from docs_text import doc
 
 from influxdb_server import InfluxServer
 
-README = doc("filesystems") + doc("smart")  # the pages that hold the InfluxQL examples
+README = doc("filesystems") + doc("smart") + doc("fail-slow")  # the pages with InfluxQL
 
 
 def _query(name: str) -> str:
@@ -85,3 +85,35 @@ def test_nvme_wear_above_80_percent(influx_db: tuple[InfluxServer, str]) -> None
     status, text = server.write(db, InfluxSerializer().serialize(batch).encode())
     assert status == 204, text
     assert _found(server, db, _query("influxql-nvme-wear"), "percentage_used") == [("WORN", 85)]
+
+
+def _io(host: str, device: str, fail_slow: bool, ratio: float, time_ns: int) -> Metric:
+    tags = {"host": host, "device": device, "model": "ST8000NM0055", "serial": f"ZA{device}"}
+    fields: dict[str, float | int | bool | str] = {"await_ms": 4.0 * ratio, "fail_slow": fail_slow}
+    fields["slowdown_ratio"] = ratio
+    return Metric("diskprobe_io", tags, fields, time_ns)
+
+
+def test_fail_slow_devices_across_the_fleet(influx_db: tuple[InfluxServer, str]) -> None:
+    server, db = influx_db
+    now = time.time_ns()
+    minute = 60 * 10**9
+    batch = [
+        _io("gpu01", "sdc", False, 1.1, now - 20 * minute),
+        _io("gpu01", "sdc", True, 4.8, now - minute),  # turned fail-slow: listed
+        _io("gpu01", "sda", False, 1.0, now - minute),
+        _io("gpu02", "sdb", True, 5.5, now - 30 * minute),
+        _io("gpu02", "sdb", False, 1.2, now - minute),  # recovered since: not listed
+    ]
+    status, text = server.write(db, InfluxSerializer().serialize(batch).encode())
+    assert status == 204, text
+    (every,) = server.query(db, _query("influxql-fail-slow-last"))
+    assert len(every["series"]) == 3  # one row per device: its last state and ratio
+    (result,) = server.query(db, _query("influxql-fail-slow-fleet"))
+    rows = [
+        (values[series["columns"].index("host")] if "host" in series["columns"] else
+         series.get("tags", {}).get("host"), values[series["columns"].index("slowdown_ratio")])
+        for series in result.get("series", [])
+        for values in series["values"]
+    ]  # fmt: skip
+    assert rows == [("gpu01", 4.8)], result

@@ -7,7 +7,9 @@ import zlib
 from typing import NamedTuple
 
 from diskprobe.collectors.base import BaseCollector, Collection, CollectorContext
+from diskprobe.collectors.io_failslow import FailSlowWatch
 from diskprobe.compute.iostat import GAUGES, counter_fields, disk_deltas, iostat_fields
+from diskprobe.compute.peers import peer_group
 from diskprobe.config import IoConfig
 from diskprobe.metric import FieldValue, Metric
 from diskprobe.schema.io import IO
@@ -27,11 +29,11 @@ INFO_REFRESH_SEC = 3600.0  # re-read model/serial hourly (staggered): udev may f
 
 
 class _CachedInfo(NamedTuple):
-    major: int
-    minor: int
+    numbers: tuple[int, ...]  # DiskStat[:2], (major, minor): another device, read afresh
     info: BlockInfo
     tags: dict[str, str]  # shared by every point of this device: never mutated downstream
     read_at: float
+    peer_group: str | None  # fail-slow: whom it is compared with; None: not judged
 
 
 class IoCollector(BaseCollector[IoConfig]):
@@ -54,6 +56,7 @@ class IoCollector(BaseCollector[IoConfig]):
         self._long_bits = long_bits or kernel_long_bits()
         self._skipped: set[str] = set()  # keys of the lines skipped last time (logged once)
         self._unreadable = False  # the file had no device line: W! said, I! due on recovery
+        self._fail_slow = FailSlowWatch(config, context.state_store(), context.log)
 
     def _name_selected(self, name: str) -> bool:
         selected = self._selected.get(name)
@@ -71,7 +74,11 @@ class IoCollector(BaseCollector[IoConfig]):
         # re-read in one cycle an hour later.
         read_at = now - (zlib.crc32(stat.name.encode()) % 1000) * INFO_REFRESH_SEC / 1000
         tags = self._tags(stat.name, info)
-        cached = self._info[stat.name] = _CachedInfo(stat.major, stat.minor, info, tags, read_at)
+        group = peer_group(
+            stat.name, info.model, info.rotational, info.is_partition, self.config.peer_groups
+        )
+        cached = _CachedInfo(stat[:2], info, tags, read_at, group)
+        self._info[stat.name] = cached
         return cached
 
     def _tags(self, name: str, info: BlockInfo) -> dict[str, str]:
@@ -85,17 +92,20 @@ class IoCollector(BaseCollector[IoConfig]):
             tags["dm_name"] = info.dm_name
         return tags
 
+    # collect() runs every interval over thousands of lines on a busy node, so the common
+    # cases are short and inline: an excluded name costs one split, an unchanged line (an
+    # idle device) a string comparison and a copy of the zero template.
     def collect(self) -> Collection:
-        """One pass over the file. It runs every interval over thousands of lines on a busy
-        node, so the common cases are short and inline: an excluded name costs one split, an
-        unchanged line (an idle device) a string comparison and a copy of the zero template."""
+        """One pass over the file: a point per selected device, with rates since the last."""
         text = read_diskstats_text(self._roots)
         now, time_ns = self._clock.monotonic(), self._clock.wall_ns()
+        stale = now - INFO_REFRESH_SEC
         elapsed = now - self._previous_at if self._previous_at is not None else 0.0
         metrics: list[Metric] = []
         current: dict[str, tuple[str, DiskStat]] = {}
         seen: set[str] = set()
         skipped: list[str] = []
+        judged: dict[str, tuple[str, dict[str, FieldValue]]] = {}
         selected, previous, infos = self._selected, self._previous, self._info
         lines = text.splitlines()
         for line in lines:
@@ -119,12 +129,7 @@ class IoCollector(BaseCollector[IoConfig]):
                 stat, rates = parsed, self._rates(parsed, before, elapsed)
             seen.add(name)
             cached = infos.get(name)
-            if (
-                cached is None
-                or now - cached.read_at > INFO_REFRESH_SEC
-                or cached.major != stat.major
-                or cached.minor != stat.minor
-            ):
+            if cached is None or cached.read_at < stale or cached.numbers != stat[:2]:
                 cached = self._read_info(stat, now)
             if cached.info.is_partition and not self.config.partitions:
                 continue
@@ -132,6 +137,9 @@ class IoCollector(BaseCollector[IoConfig]):
             fields = self._with_counters(stat, rates) if self.config.counters else rates
             if fields:
                 metrics.append(Metric(MEASUREMENT, cached.tags, fields, time_ns))
+                if cached.peer_group is not None:
+                    judged[name] = (cached.peer_group, fields)
+        self._fail_slow.judge(time_ns / 1e9, judged)
         self._previous, self._previous_at = current, now
         self._after_pass(text, len(lines), seen, skipped)
         return Collection(metrics=metrics, items=len(current))

@@ -10,17 +10,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, Mapping, Optional, Sequence
 
+from diskprobe.config.attribution import CgroupIoConfig as CgroupIoConfig
+from diskprobe.config.attribution import PressureConfig as PressureConfig
+from diskprobe.config.attribution import ProcessIoConfig as ProcessIoConfig
 from diskprobe.config.checks import ConfigError as ConfigError
 from diskprobe.config.checks import check_config, closest, convert
 from diskprobe.config.file import parse_toml, read_config_file
 from diskprobe.config.legacy import move_legacy_keys
 from diskprobe.config.output import OutputConfig as OutputConfig
 from diskprobe.config.sections import PSEUDO_FILESYSTEMS as PSEUDO_FILESYSTEMS
-from diskprobe.config.sections import CgroupIoConfig as CgroupIoConfig
 from diskprobe.config.sections import FilesystemsConfig as FilesystemsConfig
 from diskprobe.config.sections import IoConfig as IoConfig
-from diskprobe.config.sections import PressureConfig as PressureConfig
-from diskprobe.config.sections import ProcessIoConfig as ProcessIoConfig
 from diskprobe.config.sections import SmartConfig as SmartConfig
 from diskprobe.config.sections import field_default as field_default
 from diskprobe.config.sections import find_field, option

@@ -143,6 +143,8 @@ def convert(label: str, value: Any, default: Any, meta: Mapping[str, Any]) -> An
         return _thresholds(label, value)
     if kind == "duration":
         return _duration(label, value, meta)
+    if kind == "peer_groups":
+        return _peer_groups(label, value)
     if isinstance(default, list):
         if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
             raise ConfigError(f"{label} must be a list of strings")
@@ -168,6 +170,24 @@ def convert(label: str, value: Any, default: Any, meta: Mapping[str, Any]) -> An
             _number(label, value, meta)
     if bad:
         raise ConfigError(f"{label}: {bad[0]!r} is not one of {', '.join(choices)}")
+    return value
+
+
+MAX_PEER_GROUPS = 1000
+
+
+def _peer_groups(label: str, value: Any) -> list[list[str]]:
+    """A list of groups, each a non-empty list of non-empty device-name globs."""
+    shape = f'{label} must be a list of lists of device-name globs, e.g. [["sd[a-l]"], ["vd*"]]'
+    if not isinstance(value, list) or len(value) > MAX_PEER_GROUPS:
+        raise ConfigError(shape)
+    for group in value:
+        if not isinstance(group, list) or not group:
+            raise ConfigError(shape)
+        for glob in group:
+            if not isinstance(glob, str) or not glob.strip():
+                raise ConfigError(shape)
+            _text(label, glob, "")
     return value
 
 

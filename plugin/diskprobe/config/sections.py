@@ -53,6 +53,29 @@ class IoConfig:
     counters: bool = option(
         False, "Also send the raw cumulative counters as integers (for non_negative_derivative)."
     )
+    peer_groups: list[list[str]] = option(
+        [],
+        "Fail-slow peer groups the automatic grouping cannot know (identical virtual or loop "
+        "disks): a list of groups, each a list of device-name globs, e.g. "
+        '[["sd[a-l]"], ["vd*"]]. A device takes the first group it matches; the others are '
+        "grouped by model and media kind (docs/fail-slow.md).",
+        "peer_groups",
+    )
+    fail_slow_window: float = option(
+        1800.0,
+        "How long a device's slowdown must last (for most of it) to turn fail_slow on, and "
+        "the span of peer samples its expected latency comes from.",
+        "duration",
+        minimum=60.0,
+        maximum=DAY,
+    )
+    fail_slow_ratio: float = option(
+        2.0,
+        "A device is slow in an interval when its await is at least this multiple of what its "
+        "peers show at its load (slowdown_ratio).",
+        minimum=1.1,
+        maximum=1000.0,
+    )
 
 
 PSEUDO_FILESYSTEMS = [
@@ -178,57 +201,6 @@ class SmartConfig:
         "duration",
         minimum=3600.0,
         maximum=366 * 86400.0,
-    )
-
-
-@dataclass
-class PressureConfig:
-    """Measurement diskprobe_pressure: I/O pressure stall information (PSI, kernel 4.20+)."""
-
-    enabled: bool = option(True, "Read HOST_PROC/pressure/io (turns itself off without PSI).")
-    interval: Optional[float] = option(
-        None, "Own collection interval; unset means the agent-wide interval.", "duration"
-    )
-
-
-@dataclass
-class ProcessIoConfig:
-    """Measurement diskprobe_process_io: the top processes by storage I/O (the iotop view)."""
-
-    enabled: bool = option(True, "Report the processes doing the most storage I/O.")
-    interval: Optional[float] = option(
-        None, "Own collection interval; unset means the agent-wide interval.", "duration"
-    )
-    top: int = option(5, "How many processes to report, busiest first.", minimum=1, maximum=1000)
-    min_bytes_per_sec: int = option(
-        1048576,
-        "Leave out processes below this read+write rate (bytes per second).",
-        maximum=10**15,
-    )
-    cmdline: bool = option(
-        True, "Send the command line (first 256 characters); false drops it for privacy."
-    )
-
-
-@dataclass
-class CgroupIoConfig:
-    """Measurement diskprobe_cgroup_io: I/O per container, pod or systemd service."""
-
-    enabled: bool = option(True, "Report I/O per cgroup (cgroup v2 io.stat, or v1 blkio).")
-    interval: Optional[float] = option(
-        None, "Own collection interval; unset means the agent-wide interval.", "duration"
-    )
-    max_depth: int = option(
-        6,
-        "How deep to walk below HOST_SYS/fs/cgroup (kubepods need about 4).",
-        minimum=1,
-        maximum=64,
-    )
-    max_cgroups: int = option(
-        50,
-        "Report at most this many cgroups with I/O in the interval, busiest first.",
-        minimum=1,
-        maximum=100_000,
     )
 
 

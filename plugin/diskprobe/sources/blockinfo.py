@@ -14,6 +14,7 @@ class BlockInfo:
     serial: str = ""
     dm_name: str = ""
     is_partition: bool = False
+    rotational: str = ""  # queue/rotational: "1" spinning, "0" solid state, "" unknown
 
 
 def _read_text(path: str) -> str:
@@ -44,4 +45,5 @@ def read_block_info(roots: HostRoots, name: str, major: int, minor: int) -> Bloc
     model = udev.get("ID_MODEL") or _read_text(os.path.join(disk_dir, "device", "model"))
     serial = udev.get("ID_SERIAL_SHORT") or _read_text(os.path.join(disk_dir, "device", "serial"))
     dm_name = _read_text(os.path.join(block_dir, "dm", "name"))
-    return BlockInfo(model=model, serial=serial, dm_name=dm_name, is_partition=is_partition)
+    rotational = _read_text(os.path.join(disk_dir, "queue", "rotational"))
+    return BlockInfo(model, serial, dm_name, is_partition, rotational)
