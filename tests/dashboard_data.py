@@ -14,7 +14,10 @@
   for a Kubernetes pod, a Docker container and a systemd service, tagged by diskprobe's own
   cgroup path parser; every field name checked against the schema). For the fleet view, five
   golden drives on two racks read daily for three days, two of them with growing counters;
-  their afr_percent and *_per_day come from diskprobe's own estimate and growth code.
+  their afr_percent and *_per_day come from diskprobe's own estimate and growth code. For
+  fail-slow, four identical disks on each rack read every 30 s for 90 minutes, one slow all
+  along and one slow for half an hour; their slowdown_ratio and fail_slow come from
+  diskprobe's own detector.
 
 Size: one data set for one InfluxDB load; the fleet block (FLEET to synthetic_fleet) can move
 to a module of its own beside it.
@@ -31,7 +34,9 @@ from typing import Union
 
 from diskprobe.compute import growth
 from diskprobe.compute.cgroup_tags import cgroup_tags
-from diskprobe.config.sections import SmartConfig
+from diskprobe.compute.failslow import FailSlowDetector, FailSlowRules
+from diskprobe.compute.peers import peer_group
+from diskprobe.config.sections import IoConfig, SmartConfig
 from diskprobe.schema import MEASUREMENTS
 from diskprobe.smart.afr import load_afr_table
 from diskprobe.smart.model import Attribute, DriveHealth
@@ -399,6 +404,74 @@ def synthetic_fleet(golden: list[Row]) -> list[Row]:
             for row in fleet_drive(golden, host, device, case, grows)]
 
 
+# Fail-slow (the I/O dashboard's "Slowdown vs peers" and "Fail-slow devices", the fleet's
+# "Fail-slow devices across the fleet", the diskprobe-fail-slow alert): four identical HDDs on
+# each rack host, read every 30 s for 90 minutes, the last read now. Only the load and the
+# awaits are made up (a load all four share, on a queueing curve; SLOWDOWN times the await for
+# a slow disk); the peer group, slowdown_ratio and fail_slow are diskprobe's own
+# (compute/peers.py, compute/failslow.py with [io]'s defaults), fed as the I/O collector feeds
+# them: the ratio only when there is one, fail_slow on every point.
+FAIL_SLOW_MODEL = "ST10000NM0016-1TT101"  # a real model (corpus fleet-sample/024-*.txt)
+FAIL_SLOW_DISKS = ("sdc", "sdd", "sde", "sdf")
+FAIL_SLOW_STEP_S = 30
+FAIL_SLOW_READS = 180  # 90 minutes
+SLOWDOWN = 5.0
+SLOW_ALWAYS = (RACK_A, "sdf")  # slow all along: fail_slow turns on and stays on
+# Slow from 60 to 30 minutes ago, as fast as its peers since: fail_slow on, then off again.
+SLOW_THEN_RECOVERED = (RACK_B, "sdd")
+SLOW_SPELL_NS = (-60 * MIN, -30 * MIN)
+IDLE_NS = (-75 * MIN, -70 * MIN)  # every disk idle: no ratio, the state neither rises nor clears
+SERVICE_MS, REQUEST_BYTES = 8.0, 65536.0  # random 64 KiB reads on a 7200 rpm disk
+
+
+def _disk_fields(reads_per_sec: float, factor: float) -> dict[str, Value]:
+    """One interval of random reads at `reads_per_sec`, `factor` times slower than the curve."""
+    busy = reads_per_sec * SERVICE_MS / 1000.0
+    wait = SERVICE_MS / (1.0 - busy) * factor  # M/M/1-like: the await grows with the load
+    return schema_fields(
+        "diskprobe_io", reads_per_sec=reads_per_sec, read_await_ms=wait,
+        read_bytes_per_sec=reads_per_sec * REQUEST_BYTES, read_request_bytes=REQUEST_BYTES,
+        writes_per_sec=0.0, write_await_ms=0.0, write_bytes_per_sec=0.0,
+        write_request_bytes=0.0, await_ms=wait, queue_size=reads_per_sec * wait / 1000.0,
+        util_percent=min(100.0, busy * factor * 100.0), interval_sec=float(FAIL_SLOW_STEP_S))
+
+
+def _factor(host: str, device: str, offset_ns: int) -> float:
+    if (host, device) == SLOW_ALWAYS:
+        return SLOWDOWN
+    spell = SLOW_SPELL_NS[0] <= offset_ns < SLOW_SPELL_NS[1]
+    return SLOWDOWN if (host, device) == SLOW_THEN_RECOVERED and spell else 1.0
+
+
+def fail_slow_host(host: str) -> list[Row]:
+    io = IoConfig()
+    detector = FailSlowDetector(FailSlowRules(io.fail_slow_window, io.fail_slow_ratio))
+    group = peer_group(FAIL_SLOW_DISKS[0], FAIL_SLOW_MODEL, "1", False, io.peer_groups)
+    assert group is not None  # whole disks with a model are judged
+    rows = []
+    for read in range(FAIL_SLOW_READS):
+        offset = -(FAIL_SLOW_READS - 1 - read) * FAIL_SLOW_STEP_S * SEC
+        # The shared load: 10 reads/s, 15 for ten minutes of every twenty; 0.1 (3 reads in an
+        # interval, under compute/failslow.py's MIN_IOS) while idle.
+        load = 0.1 if IDLE_NS[0] <= offset < IDLE_NS[1] else 15.0 if read // 20 % 2 else 10.0
+        fields = {d: _disk_fields(load, _factor(host, d, offset)) for d in FAIL_SLOW_DISKS}
+        detector.observe(read * float(FAIL_SLOW_STEP_S), {d: (group, f) for d, f in fields.items()})
+        for device, values in fields.items():
+            track = detector.tracks[device]
+            judged: dict[str, Value] = {"fail_slow": track.fail_slow}
+            if track.ratio is not None:
+                judged["slowdown_ratio"] = track.ratio
+            tags = {"host": host, "device": device, "model": FAIL_SLOW_MODEL,
+                    "serial": f"SYNTH{host[-2:]}{device.upper()}"}
+            rows.append(Row("diskprobe_io", tags, {**values, **judged}, offset, synthetic(
+                f"{device} on {host}, {_factor(host, device, offset):g}x the peers' await")))
+    return rows
+
+
+def synthetic_fail_slow() -> list[Row]:
+    return [row for host in (RACK_A, RACK_B) for row in fail_slow_host(host)]
+
+
 def dataset(real_points: list[Point]) -> list[Row]:
     real = real_rows(real_points)
     golden = golden_rows()
@@ -409,6 +482,7 @@ def dataset(real_points: list[Point]) -> list[Row]:
         *real, *kept, *synthetic_smart(golden), *synthetic_fs(real),
         *synthetic_gpu_host(real), *synthetic_agents(real), *synthetic_pressure(),
         *synthetic_process_io(), *synthetic_cgroup_io(), *synthetic_fleet(golden),
+        *synthetic_fail_slow(),
     ]
 
 

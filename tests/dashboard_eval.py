@@ -95,7 +95,8 @@ def threshold(op: str, params: list[float], value: float) -> bool:
 
 
 def reduce_last(series: Series, column: str = "value") -> float | None:
-    """Grafana's reduce(last) in dropNN mode: the last non-null number."""
+    """Grafana's reduce(last) in dropNN mode: the last non-null number. A boolean counts as
+    1 or 0 (bool is an int here), as Grafana's expressions convert it (grafana#34996)."""
     index = series["columns"].index(column)
     numbers = [row[index] for row in series["values"] if isinstance(row[index], (int, float))]
     return float(numbers[-1]) if numbers else None
@@ -197,9 +198,14 @@ _ALLOWED = (ast.Expression, ast.BoolOp, ast.And, ast.Or, ast.Compare, ast.Gt, as
             ast.LtE, ast.Eq, ast.NotEq, ast.Name, ast.Load, ast.Constant, ast.UnaryOp, ast.USub)
 
 
-def tick_lambda(expression: str, value: float) -> bool:
-    """A TICKscript lambda over "value" (comparisons, AND, OR), evaluated for `value`."""
+def tick_lambda(expression: str, value: float | bool) -> bool:
+    """A TICKscript lambda over "value" (comparisons, AND, OR, TRUE, FALSE), evaluated for
+    `value`. Kapacitor compares a boolean only with a boolean: anything else is an error."""
     python = expression.replace('"value"', "value").replace(" AND ", " and ")
+    literal = re.search(r"\b(?:TRUE|FALSE)\b", python) is not None
+    if literal != isinstance(value, bool):
+        raise TypeError(f"Kapacitor cannot evaluate {expression} for {value!r}")
+    python = re.sub(r"\bTRUE\b", "True", re.sub(r"\bFALSE\b", "False", python))
     tree = ast.parse(python.replace(" OR ", " or "), mode="eval")
     for node in ast.walk(tree):
         if not isinstance(node, _ALLOWED) or (isinstance(node, ast.Name) and node.id != "value"):

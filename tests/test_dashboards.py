@@ -46,6 +46,7 @@ from dashboard_eval import (
 from diskprobe.schema import MEASUREMENTS
 from diskprobe.smart.afr import load_afr_table
 from diskprobe.smart.verdict import GROWTH_COUNTERS, VerdictRules
+from test_dashboards_failslow import fail_slow_firing
 
 from influxdb_server import InfluxServer
 
@@ -159,8 +160,8 @@ def all_queries() -> list[tuple[str, str]]:
                             f'SHOW TAG VALUES FROM "{query["measurement"]}" '
                             f'WITH KEY = "{query["tagKey"]}"'))
     for group in _yaml()["groups"]:
-        out += [(f"grafana-alerts.yaml: {r['uid']}", r["data"][0]["model"]["query"])
-                for r in group["rules"]]
+        out += [(f"grafana-alerts.yaml: {r['uid']} {d['refId']}", d["model"]["query"])
+                for r in group["rules"] for d in r["data"] if "query" in d["model"]]
     out += [(path.name, parse_tick(path.read_text()).query) for path in TICKS]
     return out
 
@@ -283,7 +284,12 @@ def test_every_alert_rule_has_severity_summary_and_runbook() -> None:
     rules = [r for g in _yaml()["groups"] for r in g["rules"]]
     assert len(rules) == len({r["uid"] for r in rules}) >= 12
     for rule in rules:
-        assert [d["refId"] for d in rule["data"]] == ["A", "B", "C"] and rule["condition"] == "C"
+        # A query, B its last value, C the threshold; after C a query and its reduce per
+        # extra value the summary shows (diskprobe-fail-slow: the slowdown).
+        extra = rule["data"][3:]
+        assert [d["refId"] for d in rule["data"][:3]] == ["A", "B", "C"]
+        assert rule["condition"] == "C" and len(extra) % 2 == 0
+        assert [d["model"].get("type") for d in extra] == [None, "reduce"] * (len(extra) // 2)
         assert rule["data"][0]["model"]["rawQuery"] is True
         assert rule["data"][1]["model"]["type"] == "reduce"
         assert rule["data"][2]["model"]["type"] == "threshold"
@@ -529,6 +535,7 @@ def expected_firing(rows: list[Row]) -> dict[str, dict[Labels, str]]:
         "diskprobe-io-saturated-nvme": {(GPU, "nvme1n1"): "warning", **busy["nvme"]},
         "diskprobe-io-saturated-other": {(GPU, "sdb"): "warning", **busy["other"]},
         "diskprobe-agent-silent": {(SILENT,): "critical"},
+        "diskprobe-fail-slow": fail_slow_firing(rows),
         **drive_risk_firing(rows),
     }
 
@@ -570,7 +577,7 @@ def test_grafana_rules_fire_for_exactly_the_expected_cases(
     fired: dict[Labels, str] = {}
     now_ms = time.time_ns() // 10**6 + 1
     for rule in rules:
-        query_node, _, threshold_node = rule["data"]
+        query_node, _, threshold_node = rule["data"][:3]
         query = grafana_alert_query(query_node["model"]["query"],
                                     query_node["relativeTimeRange"], now_ms)
         assert not leftovers(query), query
@@ -642,6 +649,7 @@ def test_pressure_and_container_panels_show_the_training_host(
 # -- fleet: drives to replace, one drive's history, the drive-risk alerts -------------------
 
 FLEET_BOARD = DASHBOARDS / "grafana" / "diskprobe-fleet.json"
+REPLACE_TABLE = "Drives to replace, worst first"  # the fleet's other table: fail-slow devices
 FLEET_HOSTS = {"host": [data.RACK_A, data.RACK_B]}
 WEEK_S = 7 * 86400
 
@@ -713,7 +721,7 @@ def test_fleet_table_lists_drives_worst_first(
     influx_db: tuple[InfluxServer, str], rows: list[Row]
 ) -> None:
     server, db = _loaded(influx_db, rows)
-    (panel,) = [p for p in _load(FLEET_BOARD)["panels"] if p["type"] == "table"]
+    (panel,) = [p for p in _load(FLEET_BOARD)["panels"] if p["title"] == REPLACE_TABLE]
     (target,) = panel["targets"]
     table = _table_rows(run(server, db, grafana_expand(target["query"], WEEK_S, FLEET_HOSTS)))
     shown = _grafana_order(panel, table)
@@ -730,7 +738,7 @@ def test_fleet_table_lists_drives_worst_first(
     assert warn["pending_sectors_per_day"] == 2.0 and warn["afr_percent"] > afr_warn_limit()
     # Chronograf's cell holds the same query: one host at a time, the same rows.
     cell = next(c for c in _load(DASHBOARDS / "chronograf" / FLEET_BOARD.name)["dashboard"]
-                ["cells"] if c["type"] == "table")
+                ["cells"] if c["name"] == REPLACE_TABLE)
     text = cell["queries"][0]["query"].replace(TEST_DB_PLACEHOLDER, f'"{db}"."autogen".')
     chronograf = [row for host in FLEET_HOSTS["host"] for row in _table_rows(
         run(server, db, chronograf_expand(text, WEEK_S, {":host:": f"'{host}'"})))]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dashgen.alerts_risk import risk_alerts
 from dashgen.build import agg, tags
+from dashgen.failslow import fail_slow_alert
 from dashgen.model import Alert, Level
 from dashgen.query import Select
 from dashgen.refs import AGENT, FS, IO, SMART
@@ -307,4 +308,4 @@ def _agent() -> list[Alert]:
 
 
 def alerts() -> list[Alert]:
-    return [*_smart(), *risk_alerts(), *_fs(), *_io(), *_agent()]
+    return [*_smart(), *risk_alerts(), *_fs(), *_io(), fail_slow_alert(), *_agent()]

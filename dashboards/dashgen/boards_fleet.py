@@ -4,6 +4,7 @@ drive's failure-rate estimate and defect counters over time."""
 from __future__ import annotations
 
 from dashgen.build import agg, series, tags
+from dashgen.failslow import fleet_table
 from dashgen.model import Column, Dashboard, Panel, Target, Variable
 from dashgen.query import Select
 from dashgen.refs import SMART, quote
@@ -112,13 +113,14 @@ def fleet() -> Dashboard:
         title="diskprobe: drives to replace",
         description=(
             f"Drive risk across hosts from {SMART.name}: verdict, estimated failure rate, "
-            "defect growth and age per drive, and one drive's history."
+            "defect growth and age per drive; the drives slower than their peers "
+            "(fail-slow); and one drive's history."
         ),
         variables=(
             Variable("host", SMART.name),
             Variable("serial", SMART.name, ("host",), multi=False),
         ),
-        panels=(_replace_table(), _history()),
+        panels=(_replace_table(), fleet_table(), _history()),
         time_from="now-7d",
         refresh="5m",
     )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dashgen.build import agg, series, tags
+from dashgen.failslow import device_table, slowdown_panel
 from dashgen.model import Column, Dashboard, Panel, Target, Variable
 from dashgen.query import AUTO, Select
 from dashgen.refs import CGROUP_IO, GPU, IO, PRESSURE, PROCESS_IO, quote, same_unit
@@ -222,12 +223,14 @@ def io() -> Dashboard:
         slug="diskprobe-io",
         title="diskprobe: I/O",
         description=(
-            f"iostat -x per device from {IO.name}; GPU starvation and I/O pressure at a "
-            "glance; the processes and containers behind the load."
+            f"iostat -x per device from {IO.name}; devices slower than their peers "
+            "(fail-slow); GPU starvation and I/O pressure at a glance; the processes and "
+            "containers behind the load."
         ),
         variables=(Variable("host", IO.name), Variable("device", IO.name, ("host",))),
-        panels=(*_iostat(), _gpu_vs_disk(), _pressure_vs_disk(), _stall(), _container_io(),
-                _container_pressure(), _top_processes()),
+        panels=(*_iostat(), slowdown_panel(), device_table(), _gpu_vs_disk(),
+                _pressure_vs_disk(), _stall(), _container_io(), _container_pressure(),
+                _top_processes()),
         time_from="now-3h",
         refresh="30s",
     )

@@ -8,34 +8,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from dashgen.grafana_fields import defaults, overrides
 from dashgen.model import Dashboard, Panel, Target, Variable
 from dashgen.query import grafana as grafana_flavor
 from dashgen.query import render
-from dashgen.refs import grafana_unit, quote
+from dashgen.refs import quote
 
 SCHEMA_VERSION = 39
 DATASOURCE = {"type": "influxdb", "uid": "${DS_INFLUXDB}"}
-VERDICT_MAPPINGS = [
-    {
-        "type": "value",
-        "options": {
-            "0": {"text": "ok", "color": "green", "index": 0},
-            "1": {"text": "warn", "color": "orange", "index": 1},
-            "2": {"text": "fail", "color": "red", "index": 2},
-        },
-    }
-]
-VERDICT_TEXT_MAPPINGS = [
-    {
-        "type": "value",
-        "options": {
-            "ok": {"color": "green", "index": 0},
-            "warn": {"color": "orange", "index": 1},
-            "fail": {"color": "red", "index": 2},
-        },
-    }
-]
-
 Json = dict[str, Any]
 
 
@@ -168,7 +148,7 @@ def _panel(panel: Panel, panel_id: int, grid: Json) -> Json:
         "targets": [
             _target(target, chr(ord("A") + i), table) for i, target in enumerate(panel.targets)
         ],
-        "fieldConfig": {"defaults": _defaults(panel), "overrides": _overrides(panel)},
+        "fieldConfig": {"defaults": defaults(panel), "overrides": overrides(panel)},
         "options": _options(panel),
     }
     if table:
@@ -176,57 +156,6 @@ def _panel(panel: Panel, panel_id: int, grid: Json) -> Json:
     if panel.repeat:
         out.update({"repeat": panel.repeat, "repeatDirection": "v", "maxPerRow": 1})
     return out
-
-
-def _defaults(panel: Panel) -> Json:
-    defaults: Json = {"unit": grafana_unit(panel.unit)}
-    if panel.verdict_mapping and panel.kind != "table":  # tables: on their verdict columns
-        defaults["mappings"] = VERDICT_MAPPINGS
-        defaults["min"], defaults["max"] = 0, 2
-    if panel.kind == "timeseries":
-        defaults["custom"] = {"drawStyle": "line", "lineWidth": 1, "fillOpacity": 0,
-                              "showPoints": "never", "spanNulls": False}
-    return defaults
-
-
-def _overrides(panel: Panel) -> list[Json]:
-    overrides: list[Json] = []
-    for column in panel.columns:
-        properties: list[Json] = [{"id": "unit", "value": grafana_unit(column.unit)}]
-        if column.title:
-            properties.append({"id": "displayName", "value": column.title})
-        if column.steps:
-            properties += _steps(column.steps)
-        mappings = {"verdict_code": VERDICT_MAPPINGS, "verdict": VERDICT_TEXT_MAPPINGS}
-        if panel.verdict_mapping and column.name in mappings:
-            properties.append({"id": "mappings", "value": mappings[column.name]})
-            properties.append(
-                {"id": "custom.cellOptions", "value": {"type": "color-background"}}
-            )
-        overrides.append({"matcher": {"id": "byName", "options": column.name},
-                          "properties": properties})
-    if panel.right_unit:
-        overrides.append(
-            {
-                "matcher": {"id": "byRegexp", "options": panel.right_match},
-                "properties": [
-                    {"id": "unit", "value": grafana_unit(panel.right_unit)},
-                    {"id": "custom.axisPlacement", "value": "right"},
-                    {"id": "custom.lineStyle", "value": {"fill": "dash", "dash": [10, 10]}},
-                ],
-            }
-        )
-    return overrides
-
-
-def _steps(steps: tuple[tuple[float, str], ...]) -> list[Json]:
-    """Absolute thresholds colouring the cell's text: green below the first step."""
-    base: list[Json] = [{"color": "green", "value": None}]  # Grafana's base step has no value
-    thresholds = base + [{"color": colour, "value": value} for value, colour in steps]
-    return [
-        {"id": "thresholds", "value": {"mode": "absolute", "steps": thresholds}},
-        {"id": "custom.cellOptions", "value": {"type": "color-text"}},
-    ]
 
 
 def _options(panel: Panel) -> Json:

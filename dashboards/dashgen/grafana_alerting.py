@@ -8,6 +8,7 @@ data source with that uid, or regenerate with --datasource-uid).
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from typing import Any
 
 from dashgen.model import Alert, Level
@@ -27,45 +28,83 @@ def seconds(duration: str) -> int:
     return int(match.group(1)) * _SECONDS[match.group(2)]
 
 
-def grafana_template(text: str, labels: tuple[str, ...]) -> str:
-    """{host} -> {{ $labels.host }}, {value} -> {{ $values.B.Value }} (the reduced value)."""
+def extra_ref_ids(alert: Alert) -> list[tuple[str, str]]:
+    """(query, reduce) refIds of each of the alert's extra values: D and E, F and G, ..."""
+    return [(chr(ord("D") + 2 * i), chr(ord("E") + 2 * i))
+            for i in range(len(alert.extra_values))]
+
+
+def grafana_template(
+    text: str, labels: tuple[str, ...], extras: dict[str, str] | None = None
+) -> str:
+    """{host} -> {{ $labels.host }}, {value} -> {{ $values.B.Value }} (the reduced value),
+    an extra value {name} -> {{ $values.<its reduce refId>.Value }}."""
     for label in labels:
         text = text.replace("{" + label + "}", "{{ $labels." + label + " }}")
+    for name, ref_id in (extras or {}).items():
+        text = text.replace("{" + name + "}", "{{ $values." + ref_id + ".Value }}")
     return text.replace("{value}", "{{ $values.B.Value }}")
+
+
+def _query(ref_id: str, query: str, window: str, datasource_uid: str) -> Json:
+    return {
+        "refId": ref_id,
+        "relativeTimeRange": {"from": seconds(window), "to": 0},
+        "datasourceUid": datasource_uid,
+        "model": {
+            "refId": ref_id,
+            "query": query,
+            "rawQuery": True,
+            "resultFormat": "time_series",
+            "intervalMs": 1000,
+            "maxDataPoints": 43200,
+        },
+    }
+
+
+def _reduce(ref_id: str, expression: str) -> Json:
+    return {
+        "refId": ref_id,
+        "relativeTimeRange": {"from": 0, "to": 0},
+        "datasourceUid": "__expr__",
+        "model": {
+            "refId": ref_id,
+            "type": "reduce",
+            "expression": expression,
+            "reducer": "last",
+            "settings": {"mode": "dropNN"},
+        },
+    }
+
+
+def _evaluator(level: Level) -> Json:
+    if level.op == "is_true":
+        # Grafana's expressions read a boolean as 1 (true) or 0 (false).
+        return {"type": "gt", "params": [0.5]}
+    return {"type": level.op, "params": list(level.params)}
+
+
+def _extras(alert: Alert, datasource_uid: str) -> list[Json]:
+    """A query and a reduce per extra value, after C: one column per query, as B reads A."""
+    nodes: list[Json] = []
+    expressions = [expression for _, expression in alert.extra_values]
+    for expression, (query_id, reduce_id) in zip(expressions, extra_ref_ids(alert)):
+        select = replace(alert.query, columns=f'{expression} AS "value"')
+        nodes.append(_query(query_id, render(select, grafana()), alert.window, datasource_uid))
+        nodes.append(_reduce(reduce_id, query_id))
+    return nodes
 
 
 def _rule(alert: Alert, level: Level, datasource_uid: str) -> Json:
     query = render(alert.query, grafana())
+    extras = {name: ids[1] for (name, _), ids in zip(alert.extra_values, extra_ref_ids(alert))}
     return {
         "uid": f"{alert.uid}-{level.severity[:4]}",
         "title": f"{alert.title} ({level.severity})",
         "condition": "C",
         "data": [
-            {
-                "refId": "A",
-                "relativeTimeRange": {"from": seconds(alert.window), "to": 0},
-                "datasourceUid": datasource_uid,
-                "model": {
-                    "refId": "A",
-                    "query": query,
-                    "rawQuery": True,
-                    "resultFormat": "time_series",
-                    "intervalMs": 1000,
-                    "maxDataPoints": 43200,
-                },
-            },
-            {
-                "refId": "B",
-                "relativeTimeRange": {"from": 0, "to": 0},
-                "datasourceUid": "__expr__",
-                "model": {
-                    "refId": "B",
-                    "type": "reduce",
-                    "expression": "A",
-                    "reducer": "last",
-                    "settings": {"mode": "dropNN"},
-                },
-            },
+            _query("A", query, alert.window, datasource_uid),
+            _reduce("B", "A"),
             {
                 "refId": "C",
                 "relativeTimeRange": {"from": 0, "to": 0},
@@ -74,16 +113,17 @@ def _rule(alert: Alert, level: Level, datasource_uid: str) -> Json:
                     "refId": "C",
                     "type": "threshold",
                     "expression": "B",
-                    "conditions": [{"evaluator": {"type": level.op, "params": list(level.params)}}],
+                    "conditions": [{"evaluator": _evaluator(level)}],
                 },
             },
+            *_extras(alert, datasource_uid),
         ],
         "noDataState": "OK",
         "execErrState": "Error",
         "for": alert.pending,
         "labels": {"severity": level.severity, "source": "diskprobe"},
         "annotations": {
-            "summary": grafana_template(alert.summary, alert.labels),
+            "summary": grafana_template(alert.summary, alert.labels, extras),
             "description": alert.why,
             "runbook": alert.runbook,
         },

@@ -26,6 +26,9 @@ class Column:
     # Grafana: colour the cell from these (value, colour) steps up, e.g. the AFR warn and fail
     # limits; below the first step the cell stays green.
     steps: tuple[tuple[float, str], ...] = ()
+    # Grafana: show these (value, text, colour) in place of the values, on a coloured cell,
+    # e.g. a boolean's "true" as "fail-slow" in red.
+    states: tuple[tuple[str, str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -47,6 +50,8 @@ class Panel:
     right_match: str = ""
     # Chronograf draws one y axis: a panel with a right axis becomes these cells there.
     chronograf_cells: tuple[Panel, ...] = ()
+    # Grafana: a dashed red line across the graph at this value (a limit of diskprobe's own).
+    threshold: float | None = None
 
     @property
     def unit(self) -> str:
@@ -82,7 +87,8 @@ class Level:
     """One severity of an alert: fires when the value satisfies `op` with `params`.
 
     The operators are Grafana's threshold expression: gt (v > a), lt (v < a),
-    within_range (a < v < b), outside_range (v < a or v > b).
+    within_range (a < v < b), outside_range (v < a or v > b); and is_true (no params) for a
+    boolean value: Grafana reads true as 1 (gt 0.5), Kapacitor compares it with TRUE.
     """
 
     severity: str  # "warning" or "critical"
@@ -104,6 +110,10 @@ class Alert:
     summary: str  # with {host}, {serial}, {path}, {device}, {value} placeholders
     why: str
     runbook: str
+    # More values for the summary, each (name, InfluxQL expression over the query's source,
+    # e.g. 'last("slowdown_ratio")') shown as {name}: Kapacitor selects them beside "value",
+    # Grafana queries and reduces each on its own (an expression reads one column per query).
+    extra_values: tuple[tuple[str, str], ...] = ()
 
     @property
     def labels(self) -> tuple[str, ...]:

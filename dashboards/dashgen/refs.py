@@ -128,6 +128,7 @@ CHRONOGRAF_AXES = {
     "d": (" d", "10"),
     "%/year": ("%/yr", "10"),
     "1/d": ("/d", "10"),  # the *_per_day growth rates
+    "ratio": ("x", "10"),  # slowdown_ratio: times the peers' await
 }
 
 
