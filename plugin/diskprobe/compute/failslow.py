@@ -87,6 +87,8 @@ class FailSlowDetector:
         # and this interval's awaits are in the current table anyway.
         self._windows: dict[str, PeerTable] = {}
         self._windows_slot = -1
+        self._members: dict[str, int] = {}
+        self._min_active_ms = MIN_ACTIVE_SHARE * rules.window_sec * 1000.0
 
     def save_due(self, now: float) -> bool:
         """True once per window: time to write the Tracks to the state file. (Every Track
@@ -105,15 +107,18 @@ class FailSlowDetector:
         tracks = self.tracks
         if tracks.keys() != devices.keys():  # a device came or went (rare): rebuild the map
             tracks = self.tracks = {name: self._track(name, g) for name, (g, _) in devices.items()}
-        members: dict[str, int] = {}
+            self._members = {}
+        members = self._members  # devices per group: counted again when the map changes
         current: dict[str, PeerTable] = {}
         active: dict[str, tuple[list[Sample], int]] = {}
         for name, (group, fields) in devices.items():
-            members[group] = members.get(group, 0) + 1
             keys = sample_keys(fields)
             track = tracks[name]
             if track.group != group:  # re-grouped (config or model read anew): start afresh
                 track = tracks[name] = self._track(name, group)
+                self._members = {}
+            if not self._members or group not in members:
+                members = self._members = _group_sizes(tracks)
             track.ratio = None
             if keys:
                 active[name] = keys, round(fields["interval_sec"] * 1000.0)  # type: ignore[operator]
@@ -213,7 +218,7 @@ class FailSlowDetector:
         near = elapsed_ms if ratio >= limit * NEAR_FACTOR else 0
         track.evidence.add(now, EVIDENCE, (elapsed_ms, slow, near))
         active, slow, near = track.evidence.totals[EVIDENCE]
-        if active < MIN_ACTIVE_SHARE * self.rules.window_sec * 1000.0:
+        if active < self._min_active_ms:
             return None
         if not track.fail_slow and slow >= ON_SHARE * active:
             track.fail_slow = True
@@ -222,6 +227,13 @@ class FailSlowDetector:
             track.fail_slow = False
             return Transition(name, track.group, False, near / active, ratio)
         return None
+
+
+def _group_sizes(tracks: Mapping[str, Track]) -> dict[str, int]:
+    sizes: dict[str, int] = {}
+    for track in tracks.values():
+        sizes[track.group] = sizes.get(track.group, 0) + 1
+    return sizes
 
 
 def _ratio(keys: list[Sample], expected: list[Optional[float]]) -> Optional[float]:

@@ -36,7 +36,7 @@ class SlidingSums:
         number = int(now // self._slot_sec)
         ring = self._ring
         # Called per device and direction every interval: the common case (same slot, a key
-        # already there) is two dict lookups and two C-level element-wise sums.
+        # already there) is two dict lookups and two in-place sums, allocating nothing.
         slot = ring[-1][1] if ring and ring[-1][0] == number else self._slot_at(number)
         entry = slot.get(key)
         if entry is None:
@@ -44,9 +44,14 @@ class SlidingSums:
                 return
             slot[key] = list(values)
         else:
-            slot[key] = list(map(operator.add, entry, values))
+            for index, value in enumerate(values):
+                entry[index] += value
         total = self.totals.get(key)
-        self.totals[key] = list(values) if total is None else list(map(operator.add, total, values))
+        if total is None:
+            self.totals[key] = list(values)
+        else:
+            for index, value in enumerate(values):
+                total[index] += value
 
     def _slot_at(self, number: int) -> dict[Hashable, list[int]]:
         self._expire(number)
