@@ -706,7 +706,72 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--rss-only", action="store_true", help="only the RSS run")
     parser.add_argument("--seed", type=int, default=1, help="random seed of the synthetic host")
     parser.add_argument("--rss-child", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--fail-slow-only", action="store_true", help="only the fail-slow cost comparison (6.)"
+    )
+    parser.add_argument("--rounds", type=int, default=5, help="fail-slow comparison rounds (5)")
     return parser.parse_args(argv)
+
+
+def fail_slow_report(host: SyntheticHost, cycles: int, rounds: int) -> str:
+    """The fail-slow step's CPU against the rest of collect(), in the same cycles: this box is
+    shared and noisy, and two separate runs differ by more than the step costs. Per round the
+    median share over its cycles; then the min and median of those over the rounds."""
+    lines = []
+    for label, config in (
+        ("default config (whole disks judged)", IoConfig()),
+        ("all devices (exclude=[])", IoConfig(exclude=[])),
+        (
+            'worst case: every device judged, peer_groups=[["*"]]',
+            IoConfig(exclude=[], peer_groups=[["*"]]),
+        ),
+    ):
+        shares, totals, step_ms, rest_ms = [], [], [], []
+        for _ in range(rounds):
+            steps, rests = _split_cycles(host, config, cycles)
+            shares.append(statistics.median(a / b for a, b in zip(steps, rests)))
+            totals.append(sum(steps) / sum(rests))  # with the once-per-slot work (state, window)
+            step_ms.append(statistics.median(steps))
+            rest_ms.append(statistics.median(rests))
+        lines.append(
+            f"  {label}\n      CPU ms/cycle: collect() without the step {min(rest_ms):6.1f} min "
+            f"{statistics.median(rest_ms):6.1f} median; the step {min(step_ms):5.2f} min "
+            f"{statistics.median(step_ms):5.2f} median\n      the step / the rest, per round: min "
+            f"{min(shares):6.1%} median {statistics.median(shares):6.1%} max {max(shares):6.1%}"
+            f"\n      all cycles' step / all cycles' rest (once-per-slot work included): min "
+            f"{min(totals):6.1%} median {statistics.median(totals):6.1%}"
+        )
+    return "\n".join(lines)
+
+
+def _split_cycles(
+    host: SyntheticHost, config: IoConfig, cycles: int
+) -> tuple[list[float], list[float]]:
+    """Per cycle: CPU ms of the fail-slow step, and of the rest of collect()."""
+    clock = CycleClock()
+    collector = make_collector(host, config, clock)
+    watch, spent = collector._fail_slow, [0.0]
+    judge = watch.judge
+
+    def timed(now: float, devices: Any) -> None:
+        start = time.process_time()
+        judge(now, devices)
+        spent[0] += time.process_time() - start
+
+    watch.judge = timed  # type: ignore[method-assign]
+    for _ in range(3):
+        next_cycle(host, clock)
+        collector.collect()
+    steps, rests = [], []
+    for _ in range(cycles):
+        next_cycle(host, clock)
+        spent[0] = 0.0
+        start = time.process_time()
+        collector.collect()
+        total = time.process_time() - start
+        steps.append(spent[0] * 1000.0)
+        rests.append((total - spent[0]) * 1000.0)
+    return steps, rests
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -735,6 +800,10 @@ def main(argv: list[str] | None = None) -> int:
             f"a 1M-iteration pure-Python loop takes {python_speed_ms():.0f} ms CPU here"
         )
 
+        if args.fail_slow_only:
+            print(f"\n6. The fail-slow step's cost, {args.rounds} rounds of {args.cycles} cycles")
+            print(fail_slow_report(host, args.cycles, args.rounds), flush=True)
+            return 0
         print(f"\n1. CPU and wall time per cycle, {args.cycles} cycles (file rewrite not timed)")
         timings = []
         for label, config, serialize in (
@@ -774,6 +843,8 @@ def main(argv: list[str] | None = None) -> int:
             )
         if args.devices < TARGET_DEVICES:
             print(f"  (only {args.devices} devices: not the target's size)")
+        print(f"\n6. The fail-slow step's cost, {args.rounds} rounds of 40 cycles")
+        print(fail_slow_report(host, 40, args.rounds), flush=True)
         if args.profile or missed:
             print("\n5. cProfile (profiler overhead inflates Python-level calls)")
             for label, config in (
