@@ -177,7 +177,10 @@ def test_fast_devices_below_millisecond_resolution_are_not_judged() -> None:
 @pytest.mark.parametrize(
     ("fields", "expected"),
     [
-        (io_fields(100.0, 2.0, 50.0, 8.0), [(("r", 12, 13), 1000, 2000), (("w", 12, 11), 500, 4000)]),
+        (
+            io_fields(100.0, 2.0, 50.0, 8.0),
+            [(("r", 12, 13), 1000, 2000), (("w", 12, 11), 500, 4000)],
+        ),
         (io_fields(0.5, 2.0), []),  # 5 requests in the interval: idle
         (io_fields(100.0, 2.0, request_bytes=131072.0), [(("r", 17, 13), 1000, 2000)]),
         ({**io_fields(100.0, 2.0), "interval_sec": 0.0}, []),

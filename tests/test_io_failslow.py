@@ -39,11 +39,13 @@ class Drives:
     """Three drives of one model; each sample adds 200 reads, at 2 ms each, 10 ms on sdc."""
 
     def __init__(self, root: Path) -> None:
-        self.roots = HostRoots(proc=str(root / "proc"), sys=str(root / "sys"), run=str(root / "run"))
+        self.roots = HostRoots(
+            proc=str(root / "proc"), sys=str(root / "sys"), run=str(root / "run")
+        )
         self.root, self.clock, self.log = root, FakeClock(), io.StringIO()
         self.reads = {name: 0 for name in DRIVES}
         self.read_ms = {name: 0 for name in DRIVES}
-        for name, (major, minor) in DRIVES.items():
+        for name in DRIVES:
             add_sys_block(root / "sys", name, device__model=MODEL, queue__rotational="1")
             add_sys_block(root / "sys", f"{name}1", parent=name)
         self.wall = WALL_START
@@ -82,7 +84,8 @@ def test_the_drive_taking_five_times_longer_turns_fail_slow_once(tmp_path: Path)
             flagged_at = number * INTERVAL
         assert points["sda"].fields["slowdown_ratio"] == 1.0  # vs sdb: the lower of the others
         assert points["sdc"].fields["slowdown_ratio"] == 5.0
-        assert points["sda"].fields["fail_slow"] is False and points["sdb"].fields["fail_slow"] is False
+        assert points["sda"].fields["fail_slow"] is False
+        assert points["sdb"].fields["fail_slow"] is False
         assert "slowdown_ratio" not in points["sda1"].fields  # partitions are not judged
         assert "fail_slow" not in points["sda1"].fields
     # The first sample once a quarter of the window was active (all of it slow): 16 s.
@@ -148,12 +151,14 @@ def test_a_hostile_fail_slow_section_through_the_installed_command(tmp_path: Pat
         capture_output=True, text=True, timeout=60, env=env, stdin=subprocess.DEVNULL,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
-    points = {p.tags["device"]: p for p in parse_lines(done.stdout) if p.measurement == "diskprobe_io"}
+    io_points = [p for p in parse_lines(done.stdout) if p.measurement == "diskprobe_io"]
+    points = {p.tags["device"]: p for p in io_points}
     assert set(points) >= set(DRIVES)
     assert points["sdc"].fields["fail_slow"] is True  # its state was well-formed
     assert points["sdb"].fields["fail_slow"] is False
     warnings = [line for line in done.stderr.splitlines() if line.startswith("W!")]
-    assert any(f"section {STATE_SECTION}: dropped 2 malformed entries" in w for w in warnings), done.stderr
+    dropped = f"section {STATE_SECTION}: dropped 2 malformed entries"
+    assert any(dropped in warning for warning in warnings), done.stderr
     assert not [line for line in done.stderr.splitlines() if line.startswith("E!")]
     saved = json.loads(state.read_text())["sections"][STATE_SECTION]
     assert len(json.dumps(saved)) < 10_000  # 100,000 evidence slots were not kept
