@@ -107,6 +107,7 @@ class IoCollector(BaseCollector[IoConfig]):
         skipped: list[str] = []
         judged: dict[str, tuple[str, dict[str, FieldValue]]] = {}
         selected, previous, infos = self._selected, self._previous, self._info
+        partitions, counters = self.config.partitions, self.config.counters
         lines = text.splitlines()
         for line in lines:
             parts = line.split(None, 3)
@@ -131,10 +132,10 @@ class IoCollector(BaseCollector[IoConfig]):
             cached = infos.get(name)
             if cached is None or cached.read_at < stale or cached.numbers != stat[:2]:
                 cached = self._read_info(stat, now)
-            if cached.info.is_partition and not self.config.partitions:
+            if cached.info.is_partition and not partitions:
                 continue
             current[name] = (line, stat)
-            fields = self._with_counters(stat, rates) if self.config.counters else rates
+            fields = self._with_counters(stat, rates) if counters else rates
             if fields:
                 metrics.append(Metric(MEASUREMENT, cached.tags, fields, time_ns))
                 if cached.peer_group is not None:
@@ -199,7 +200,7 @@ class IoCollector(BaseCollector[IoConfig]):
         if before is None or elapsed <= 0:
             return {}
         earlier = before[1]
-        if (earlier.major, earlier.minor) != (stat.major, stat.minor):
+        if earlier.major != stat.major or earlier.minor != stat.minor:
             return {}  # the same name, another device: it starts afresh
         if len(earlier.counters) != len(stat.counters):
             return {}

@@ -52,16 +52,53 @@ def format_field_value(value: FieldValue) -> str | None:
     return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
+_CONVERSIONS = {float: "%r", int: "%di"}  # "%r" % 1.5 is repr(1.5); bool and str: the slow path
+
+
+class _Shape:
+    """A field set's %-template ("reads_per_sec=%r,in_flight=%di") and its values' types."""
+
+    __slots__ = ("ints", "template", "types")
+
+    def __init__(self, template: str, types: tuple[type, ...]) -> None:
+        self.template, self.types = template, types
+        self.ints = [index for index, kind in enumerate(types) if kind is int]
+
+    def fits(self, values: tuple[FieldValue, ...]) -> bool:
+        """Same types, every float finite, every int in int64: then the template is exact.
+
+        A sum of finite floats is finite unless it overflows (then the slow path decides);
+        an int too large for a float raises OverflowError in the sum, and is the slow path's.
+        """
+        if tuple(map(type, values)) != self.types:
+            return False
+        try:
+            total = sum(values)  # type: ignore[arg-type]  # the types are int and float
+        except OverflowError:
+            return False
+        if total - total != 0.0:
+            return False
+        return all(INT64_MIN <= values[i] <= INT64_MAX for i in self.ints)  # type: ignore[operator]
+
+
+_UNSEEN = _Shape("", ())
+
+
 class InfluxSerializer:
     """Serializes whole batches; tags sorted by key, empty tags and keys dropped.
 
     Field keys and tag sets repeat every batch (field names, devices): their escaped forms
-    are cached, which more than halves the cost of a batch of thousands of devices.
+    are cached, which more than halves the cost of a batch of thousands of devices. So do
+    field sets: a point whose names and value types were seen before is one %-format of its
+    values with that set's cached template, once checked that every value can be written as
+    is; what cannot goes field by field, as the first point did (tested to be the same text,
+    tests/test_serializer_fastpath.py). What is left is mostly repr() of the floats.
     """
 
     def __init__(self) -> None:
         self._heads: dict[tuple[object, ...], str] = {}
         self._field_keys: dict[str, str] = {}
+        self._shapes: dict[tuple[str, ...], _Shape | None] = {}
         self._cache_limit = CACHE_FLOOR
 
     def serialize(self, metrics: Iterable[Metric]) -> str:
@@ -69,7 +106,10 @@ class InfluxSerializer:
         self._cache_limit = max(self._cache_limit, 2 * len(lines))
         if len(self._heads) > self._cache_limit:
             self._heads.clear()
-        return "\n".join(lines) + "\n" if lines else ""
+        if not lines:
+            return ""
+        lines.append("")  # the last newline, without a copy of the whole text to add it
+        return "\n".join(lines)
 
     def _head(self, metric: Metric) -> str:
         """Measurement and sorted tags, cached per tag set (devices repeat every batch)."""
@@ -94,10 +134,41 @@ class InfluxSerializer:
         head = self._head(metric)
         if not head:
             return ""
+        fields = metric.fields
+        # The fast path: the same field names and value types as a point seen before (every
+        # device of a batch), all finite and in int64: one %-format of the values, in C.
+        keys = tuple(fields)
+        shape = self._shapes.get(keys, _UNSEEN)
+        if shape is _UNSEEN:
+            shape = self._shapes[keys] = self._shape(keys, fields)
+        if shape is not None:
+            values = tuple(fields.values())
+            if shape.fits(values):
+                return f"{head} {shape.template % values} {metric.time_ns}"
+        return self._slow_line(head, fields, metric.time_ns)
+
+    def _shape(self, keys: tuple[str, ...], fields: dict[str, FieldValue]) -> _Shape | None:
+        """The %-template of a point with these field names and its values' types, or None
+        when a key is dropped (its values would not line up) or a value is no int or float."""
+        parts = []
+        for key, value in fields.items():
+            prefix = self._field_keys.get(key)
+            if prefix is None:
+                prefix = self._prefix(key)
+            kind = type(value)
+            if not prefix or kind not in _CONVERSIONS:
+                return None
+            parts.append(prefix.replace("%", "%%") + _CONVERSIONS[kind])
+        if len(self._shapes) > CACHE_FLOOR:  # shapes repeat; a churning set is cut in bulk
+            self._shapes.clear()
+        return _Shape(",".join(parts), tuple(map(type, fields.values())))
+
+    def _slow_line(self, head: str, fields: dict[str, FieldValue], time_ns: int) -> str:
         prefixes = self._field_keys
         parts = []
-        # The hot loop of a 4,000-device batch: floats first, inline, no calls.
-        for key, value in metric.fields.items():
+        # Field by field: a point's first line of its shape, and what the template cannot say
+        # (NaN, infinity, out-of-int64, booleans, strings). Floats first, inline, no calls.
+        for key, value in fields.items():
             prefix = prefixes.get(key)
             if prefix is None:
                 prefix = self._prefix(key)
@@ -112,4 +183,4 @@ class InfluxSerializer:
                 parts.append(prefix + text)
         if not parts:
             return ""
-        return f"{head} {','.join(parts)} {metric.time_ns}"
+        return f"{head} {','.join(parts)} {time_ns}"

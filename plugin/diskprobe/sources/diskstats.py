@@ -56,11 +56,12 @@ def parse_counters(numbers: str) -> tuple[int, ...] | None:
     """The counters after `major minor name` ("3462 1109 219406 ..."); None when unusable."""
     tokens = numbers.split()
     available = len(tokens)
-    if available < BASE_STATS:
-        return None
-    keep = _stat_count(available)
+    if available != WITH_FLUSHES:  # 5.5+ lines (the common case) are taken whole
+        if available < BASE_STATS:
+            return None
+        tokens = tokens[: _stat_count(available)]
     try:
-        counters = tuple(map(int, tokens if keep == available else tokens[:keep]))
+        counters = tuple(map(int, tokens))
     except ValueError:  # also a number of more than 4300 digits (int's own limit)
         return None
     # One bound check per line: a 400-digit "counter" would overflow the float rates later.
