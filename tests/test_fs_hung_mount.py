@@ -10,7 +10,8 @@ diskprobe exits promptly at the end of its input even while a statfs of its is s
 whose daemon died (every call fails with ENOTCONN) is still reported, as responsive=false.
 
 How diskprobe does it: the statvfs calls run in a helper process, `python -m
-diskprobe.sources.statfs_worker` (one thread per call; its own session; stdin and stdout are pipes
+diskprobe.sources.statfs_worker` (one scanning thread, handed over to a fresh one by a watchdog
+when a call hangs; its own session; stdin and stdout are pipes
 to diskprobe only, stderr /dev/null). So the statfs requests in the daemon's log come from that
 worker's pid, never from diskprobe's (or, in process, from pytest's). At exit diskprobe closes the
 worker's stdin and does not wait for it: the worker ends at once if nothing of it is stuck, else

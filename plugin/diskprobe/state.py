@@ -24,6 +24,7 @@ FORMAT = "diskprobe-state"
 VERSION = 1
 # 25 kB per mount with full 6 h windows (both series), ~250 B per drive: 16 MiB holds ~640
 # such mounts plus 2,000 drives (measured: 16.5 MB, peak RSS 138 MB; the DaemonSet allows 256 Mi).
+# Past that, save() leaves the largest section (the windows) out of the file, see _encode().
 MAX_BYTES = 16 * 1024 * 1024
 
 
@@ -177,14 +178,41 @@ class StateStore:
                 return
             self._log.info(f"state: {self.path} is free now; merged it and saving there")
             self._merge_file()
-        payload = {"format": FORMAT, "version": VERSION, "saved_at": time.time(),
-                   "sections": self.sections}  # fmt: skip
         try:
-            data = json.dumps(payload, separators=(",", ":")).encode("utf-8")
+            data = self._encode()
             files.atomic_write(self.path, data, 0o600, fsync=True, prefix=".state.")
         except OSError as error:
             self._log.warn_once(
                 f"state-save:{self.path}", f"state: cannot write {self.path}: {error}"
+            )
+
+    def _encode(self) -> bytes:
+        """The file's bytes (compact JSON); never more than a start reads back (MAX_BYTES).
+
+        A file over it would be moved aside whole at the next start, SMART baselines and
+        all: the largest sections are left out of it instead (kept in memory; after a
+        restart they start afresh, as on a first start), with one W! naming them. Each
+        section is encoded once, so leaving one out costs no second encoding of the rest.
+        """
+        compact = (",", ":")
+        parts = {
+            name: json.dumps(value, separators=compact) for name, value in self.sections.items()
+        }
+        head = {"format": FORMAT, "version": VERSION, "saved_at": time.time()}
+        start = json.dumps(head, separators=compact)[:-1] + ',"sections":{'
+        names = list(parts)
+        while True:
+            body = ",".join(json.dumps(name) + ":" + parts[name] for name in names)
+            data = (start + body + "}}").encode("utf-8")  # ASCII: json.dumps escapes the rest
+            if len(data) <= MAX_BYTES or not names:
+                return data
+            largest = max(names, key=lambda name: len(parts[name]))
+            names.remove(largest)
+            self._log.warn_once(
+                f"state-size:{largest}",
+                f"state: {self.path} would be {len(data)} bytes, over the {MAX_BYTES} a start "
+                f"reads back; section {largest!r} is left out of it (kept in memory, started "
+                "afresh after a restart)",
             )
 
     def close(self) -> None:

@@ -8,12 +8,13 @@ from typing import Any, Callable
 
 from diskprobe.collectors.base import BaseCollector, Collection, CollectorContext
 from diskprobe.compute.forecast import ForecastWindow
+from diskprobe.compute.forecast_fit import FitTrack
 from diskprobe.compute.mount_selection import MountTarget, select_mounts
 from diskprobe.compute.usage import usage_fields
 from diskprobe.config import FilesystemsConfig
 from diskprobe.metric import FieldValue, Metric
 from diskprobe.schema.fs import FS
-from diskprobe.sources.mountinfo import read_mountinfo
+from diskprobe.sources.mount_watch import MountWatch
 from diskprobe.sources.statfs import StatfsProber
 from diskprobe.state_sections import dict_of, finite_number
 
@@ -44,23 +45,31 @@ class FilesystemsCollector(BaseCollector[FilesystemsConfig]):
         super().__init__(config, context)
         state = context.state_store()
         self._windows: dict[str, Any] = state.section(STATE_SECTION, _valid_windows)
+        # (path, series) -> the incremental fit of that window list (compute.forecast_fit)
+        self._tracks: dict[tuple[str, str], FitTrack] = {}
         self._prober = prober or StatfsProber(config.stat_timeout)
         self._chosen_targets = targets
+        self._mount_watch = MountWatch(self._roots)
+        self._selected: list[MountTarget] = []  # from the table as last read
         self._stuck: set[str] = set()  # timed out: W! logged, I! due when it answers
         self._failing: dict[str, int] = {}  # path -> errno last logged
 
     def _targets(self) -> list[MountTarget]:
         if self._chosen_targets is not None:
             return self._chosen_targets()  # a caller that picks its own mounts (DiskGuard)
+        mounts = self._mount_watch.changed()
+        if mounts is None:
+            return self._selected  # the same table: the same choice (most collects)
         config = self.config
-        return select_mounts(
-            read_mountinfo(self._roots),
+        self._selected = select_mounts(
+            mounts,
             ignore_fs=config.ignore_fs,
             mount_points=config.mount_points,
             ignore_mount_points=config.ignore_mount_points,
             report_bind_mounts=config.report_bind_mounts,
             prefix=self._roots.mount_prefix,
         )
+        return self._selected
 
     def collect(self) -> Collection:
         targets = self._targets()
@@ -105,6 +114,7 @@ class FilesystemsCollector(BaseCollector[FilesystemsConfig]):
 
     def close(self) -> None:
         self._prober.close()
+        self._mount_watch.close()
 
     def _fields(
         self, target: MountTarget, result: os.statvfs_result | None, now: float
@@ -130,7 +140,10 @@ class FilesystemsCollector(BaseCollector[FilesystemsConfig]):
         points = entry.get(series)
         if not isinstance(points, list):
             points = entry[series] = []
-        return ForecastWindow(self.config.forecast_window, points)
+        key = (path, series)
+        window = ForecastWindow(self.config.forecast_window, points, self._tracks.get(key))
+        self._tracks[key] = window.track
+        return window
 
     def _forecast(
         self, path: str, now: float, usage: dict[str, FieldValue]
@@ -160,6 +173,8 @@ class FilesystemsCollector(BaseCollector[FilesystemsConfig]):
             points = entry.get("avail") if isinstance(entry, dict) else None
             if not isinstance(points, list) or not points or points[-1][0] < horizon:
                 del self._windows[path]
+        if len(self._tracks) > 2 * len(self._windows):
+            self._tracks = {key: t for key, t in self._tracks.items() if key[0] in self._windows}
 
 
 def _tags(target: MountTarget) -> dict[str, str]:

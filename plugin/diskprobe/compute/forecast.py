@@ -7,13 +7,17 @@ Method ("upper-envelope least squares"), per series of (time, available) samples
    an envelope that ignores the teeth (write 10 GB, delete 8 GB) and rises by the net growth;
 3. least-squares slope of that envelope over time: the fill rate; R^2 of the same fit says
    whether the trend is steady enough to trust.
-Cost: O(n) per series per cycle (n <= the stored window, see MAX_POINTS).
+Cost: forecast() is O(n) (n <= the stored window, see MAX_POINTS); ForecastWindow keeps the
+same fit up to date in O(1) amortized per sample (compute.forecast_fit), which is what makes
+full windows affordable at thousands of mounts.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Sequence
+
+from diskprobe.compute.forecast_fit import FitTrack
 
 TEN_YEARS_SEC = 10 * 365.25 * 86400
 MIN_R_SQUARED = 0.6
@@ -61,10 +65,13 @@ def forecast(samples: Sequence[tuple[float, float]], min_samples: int) -> Foreca
     if fit is None:
         return None
     slope, r_squared = fit
-    fill_rate = max(0.0, -slope)
     # From the highest usage seen, not the current one: right after a delete the next peak
     # still starts from there, so counting from "now" would be late by a tooth's height.
-    available = min(recent[-1][1], lowest)
+    return _result(slope, r_squared, min(recent[-1][1], lowest))
+
+
+def _result(slope: float, r_squared: float, available: float) -> Forecast:
+    fill_rate = max(0.0, -slope)
     time_to_full = None
     if fill_rate > 0 and r_squared >= MIN_R_SQUARED:
         seconds = max(0.0, available) / fill_rate
@@ -74,28 +81,56 @@ def forecast(samples: Sequence[tuple[float, float]], min_samples: int) -> Foreca
 
 
 class ForecastWindow:
-    """A sliding window of samples for one series, thinned to at most MAX_POINTS points."""
+    """A sliding window of samples for one series, thinned to at most MAX_POINTS points.
+
+    `points` (the state file's list) must change only through add(): the incremental fit
+    (compute.forecast_fit) follows every change it makes. The collector makes a window per
+    collect on the same list and hands it the list's `track` from the last one; a track of
+    another list, or of one changed behind add()'s back (length or end points), is rebuilt.
+    """
 
     MAX_POINTS = 360
 
-    def __init__(self, window_sec: float, points: list[list[float]] | None = None) -> None:
+    def __init__(
+        self,
+        window_sec: float,
+        points: list[list[float]] | None = None,
+        track: FitTrack | None = None,
+    ) -> None:
         self.window_sec = window_sec
         self.resolution = window_sec / self.MAX_POINTS
         self.points: list[list[float]] = points if points is not None else []
+        if track is None or track.points is not self.points or not track.matches():
+            track = FitTrack(self.points)
+        self.track = track  # the caller keeps it for the next window on the same list
 
     def add(self, t: float, value: float) -> None:
-        points = self.points
+        points, track = self.points, self.track
         if points and t < points[-1][0]:
             points.clear()  # the clock went backwards: start over rather than fit nonsense
+            track.cleared()
         # The newest point floats: later samples replace it until it lies one resolution step
         # past the point before it, so stored points are at least that far apart.
         if len(points) >= 2 and points[-1][0] - points[-2][0] < self.resolution:
             points[-1] = [t, value]
         else:
             points.append([t, value])
+            if len(points) >= 2:
+                track.appended()
         cutoff = t - self.window_sec
         while points and points[0][0] < cutoff:
-            points.pop(0)
+            track.popped(points.pop(0))
+        track.remember()
 
     def forecast(self, min_samples: int) -> Forecast | None:
-        return forecast([(p[0], p[1]) for p in self.points], min_samples)
+        """forecast(points, min_samples), equal up to rounding, in O(1)."""
+        fit = self.track.fit(min_samples)
+        if fit is None:
+            return None
+        m_tt, m_te, m_ee, lowest, flat = fit
+        if m_tt <= 0:
+            return None  # time does not vary
+        if flat:  # exactly what the full fit finds for a constant envelope
+            return _result(0.0, 1.0, lowest)
+        r_squared = (m_te * m_te) / (m_tt * m_ee) if m_ee > 0 else 1.0
+        return _result(m_te / m_tt, r_squared, lowest)

@@ -3,9 +3,11 @@
 A statfs on a dead NFS server or a wedged FUSE daemon blocks in the kernel and cannot be
 cancelled. Worse, a process with a thread blocked in FUSE cannot finish exiting: the
 exiting thread waits, unkillable, for the FUSE answer, so Telegraf's stop or reload would
-hang on diskprobe. So the calls run in a helper process (statfs_worker), one thread per
-call; diskprobe waits at most `timeout` for each answer and can always exit, leaving a
-stuck helper behind that holds none of Telegraf's pipes.
+hang on diskprobe. So the calls run in a helper process (statfs_worker); diskprobe waits at
+most `timeout` for each answer and can always exit, leaving a stuck helper behind that holds
+none of Telegraf's pipes. A collect sends all its paths in one request and gets the answers
+back a few lines at a time (at 10,000 mounts one round trip per path cost more than the
+statfs calls); the helper keeps a hung mount from delaying the others (statfs_worker).
 
 A mount whose call timed out is "stuck": it keeps its one outstanding call and is not
 probed again until that call returns.
@@ -15,7 +17,6 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import itertools
 import json
 import os
 import select
@@ -24,7 +25,7 @@ import sys
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import IO, Callable, Protocol, Sequence, Union
+from typing import IO, Any, Callable, Protocol, Sequence, Union
 
 StatResult = Union[os.statvfs_result, OSError]
 WORKER_START_TIMEOUT = 10.0
@@ -42,6 +43,8 @@ class StatCall:
 
 class StatfsBackend(Protocol):
     def start(self, path: str) -> StatCall: ...
+
+    def start_many(self, paths: Sequence[str]) -> list[StatCall]: ...
 
     def close(self) -> None: ...
 
@@ -64,6 +67,9 @@ class ThreadStatfs:
         threading.Thread(target=_run, name=f"statfs {path}", daemon=True).start()
         return call
 
+    def start_many(self, paths: Sequence[str]) -> list[StatCall]:
+        return [self.start(path) for path in paths]
+
     def close(self) -> None:
         pass
 
@@ -77,11 +83,12 @@ class _Helper:
 
 
 class WorkerStatfs:
-    """Calls in a helper process: JSON lines {"id", "path"} out, {"id", "stat"|"errno"} back."""
+    """Calls in a helper process: a JSON line {"id", "paths"} out per collect, lines of
+    [id, stat] and [id, errno, strerror] answers back (statfs_worker)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._ids = itertools.count()
+        self._next_id = 0
         self._helper: _Helper | None = None
 
     @property
@@ -116,16 +123,17 @@ class WorkerStatfs:
     def _read(self, helper: _Helper, stream: IO[bytes]) -> None:
         for line in stream:
             try:
-                answer = json.loads(line)
-                call = self._take(helper, int(answer["id"]))
-                if call is None:
-                    continue
-                if "stat" in answer:
-                    call.finish(os.statvfs_result(tuple(answer["stat"])))
-                else:
-                    call.finish(OSError(int(answer["errno"]), str(answer.get("error", ""))))
-            except (ValueError, KeyError, TypeError):
+                # [[7, [f_bsize, ...]], [8, 13, "Permission denied"]]: see statfs_worker.
+                answers = json.loads(line)
+            except ValueError:
                 continue
+            if not isinstance(answers, list):
+                continue
+            with self._lock:  # one bad answer costs its own call, not the line's others
+                calls = [helper.calls.pop(_answer_id(answer), None) for answer in answers]
+            for call, answer in zip(calls, answers):
+                if call is not None:
+                    call.finish(_result(answer))
         # This helper is gone: its unanswered calls will never be answered. Calls already
         # sent to a replacement helper are not its to fail.
         with self._lock:
@@ -133,27 +141,34 @@ class WorkerStatfs:
         for call in lost.values():
             call.finish(OSError(errno.EIO, "statfs helper process exited"))
 
-    def _take(self, helper: _Helper, call_id: int) -> StatCall | None:
-        with self._lock:
-            return helper.calls.pop(call_id, None)
-
     def start(self, path: str) -> StatCall:
-        call = StatCall()
+        return self.start_many([path])[0]
+
+    def start_many(self, paths: Sequence[str]) -> list[StatCall]:
+        """One request line for all of `paths` (ids first, first + 1, ...), each call
+        answered on its own."""
+        calls = [StatCall() for _ in paths]
+        if not calls:
+            return calls
         with self._lock:
             if self._helper is None or self._helper.process.poll() is not None:
                 self._helper = self._spawn()
             helper = self._helper
-            call_id = next(self._ids)
-            helper.calls[call_id] = call
+            first = self._next_id
+            self._next_id += len(calls)
+            helper.calls.update(zip(range(first, self._next_id), calls))
         stdin = helper.process.stdin
         assert stdin is not None
         try:
-            stdin.write(json.dumps({"id": call_id, "path": path}).encode() + b"\n")
+            stdin.write(json.dumps({"id": first, "paths": list(paths)}).encode() + b"\n")
             stdin.flush()
         except OSError as error:
-            self._take(helper, call_id)
-            call.finish(error)
-        return call
+            with self._lock:
+                for call_id in range(first, first + len(calls)):
+                    helper.calls.pop(call_id, None)
+            for call in calls:
+                call.finish(error)
+        return calls
 
     def close(self) -> None:
         """End of input tells the helper to exit; it is not waited for (it may be stuck)."""
@@ -162,6 +177,24 @@ class WorkerStatfs:
         if helper is not None and helper.process.stdin is not None:
             with contextlib.suppress(OSError):
                 helper.process.stdin.close()
+
+
+def _answer_id(answer: Any) -> int:
+    """The call id an answer is for; -1 (no call) when it has none."""
+    if isinstance(answer, list) and answer and type(answer[0]) is int:
+        return answer[0]
+    return -1
+
+
+def _result(answer: list[Any]) -> StatResult:
+    """[id, stat] or [id, errno, strerror] (statfs_worker) as statvfs would give it; an
+    answer of another shape fails its call (EIO) rather than the reader thread."""
+    try:
+        if len(answer) == 2:
+            return os.statvfs_result(tuple(answer[1]))
+        return OSError(int(answer[1]), str(answer[2]))
+    except (ValueError, TypeError, IndexError):
+        return OSError(errno.EIO, f"statfs helper: malformed answer {str(answer)[:80]}")
 
 
 class StatfsProber:
@@ -175,7 +208,7 @@ class StatfsProber:
     def probe(self, paths: Sequence[str]) -> dict[str, StatResult | None]:
         """path -> statvfs result, the OSError it raised, or None when it did not answer."""
         results: dict[str, StatResult | None] = {}
-        calls: dict[str, StatCall] = {}
+        fresh: list[str] = []
         for path in paths:
             pending = self._pending.get(path)
             if pending is not None and not pending.done.is_set():
@@ -183,7 +216,8 @@ class StatfsProber:
             else:
                 # New, or a stuck mount whose old call has returned: probe it afresh.
                 self._pending.pop(path, None)
-                calls[path] = self._backend.start(path)
+                fresh.append(path)
+        calls = dict(zip(fresh, self._backend.start_many(fresh)))  # one round trip for all
         if len(self._pending) > len(paths):  # answered calls of mounts that left the table
             wanted = set(paths)
             self._pending = {p: c for p, c in self._pending.items()
