@@ -24,7 +24,6 @@ MEASUREMENT = PROCESS_IO.name
 
 @dataclass
 class _Seen:
-    raw: bytes  # the io file as read: the same bytes next time mean nothing moved
     started: int | None  # start ticks: (pid, started) is the key; None when it was gone
     read: int
     write: int
@@ -47,6 +46,10 @@ class ProcessIoCollector(BaseCollector[ProcessIoConfig]):
     def __init__(self, config: ProcessIoConfig, context: CollectorContext) -> None:
         super().__init__(config, context)
         self._previous: dict[int, _Seen] = {}
+        # The io file of every pid in _previous as last read, by the pid's name (the same
+        # processes): the same bytes next time mean nothing moved. Kept apart from _Seen so
+        # that the idle majority is told from the rest by one comprehension over the scan.
+        self._raw: dict[str, bytes] = {}
         self._previous_at: float | None = None
         self._malformed: set[int] = set()  # pids whose io file was malformed last scan
         use_roots(self._roots)
@@ -57,48 +60,60 @@ class ProcessIoCollector(BaseCollector[ProcessIoConfig]):
         now, time_ns = self._clock.monotonic(), self._clock.wall_ns()
         self._log_unreadable(scan)
         elapsed = now - self._previous_at if self._previous_at is not None else 0.0
+        items = len(scan.raw)  # before _update takes scan.raw over
         candidates = self._update(scan, elapsed)
         self._previous_at = now
         metrics = self._winners(candidates, time_ns)
-        return Collection(metrics=metrics, items=len(scan.raw))
+        return Collection(metrics=metrics, items=items)
 
     def _update(self, scan: Scan, elapsed: float) -> list[_Candidate]:
-        """Store this scan; return the processes above the threshold since the last one."""
-        previous, current = self._previous, {}
+        """Store this scan; return the processes above the threshold since the last one.
+
+        Idle processes (the usual case) keep their _Seen as it is: not parsed, not touched.
+        """
+        previous, last, raw = self._previous, self._raw, scan.raw
+        changed = [name for name, data in raw.items() if last.get(name) != data]
+        for name in last.keys() - raw.keys():
+            previous.pop(int(name), None)  # exited: its state goes with it
         candidates: list[_Candidate] = []
         malformed: set[int] = set()
         minimum = float(self.config.min_bytes_per_sec)
-        for pid, raw in scan.raw.items():
-            before = previous.get(pid)
-            if before is not None and before.raw == raw:
-                current[pid] = before  # idle (the usual case): no parsing
-                continue
-            try:
-                counters = parse_proc_io(raw)
-            except MalformedIo as error:
-                malformed.add(pid)
-                if pid not in self._malformed:  # once per process, not every scan
-                    self._log.debug(f"process_io: pid {pid}: /proc/{pid}/io: {error}; left out")
-                continue
+        for name in changed:
+            pid = int(name)
+            before = previous.pop(pid, None)
+            counters = self._parse(pid, raw[name], malformed)
             if counters is None:
-                self._log_unparsed()
+                del raw[name]  # left out: next scan sees it as new, as if never read
                 continue
             read, write = counters
             if before is None or read < before.read or write < before.write:
                 # New here (or counters went back: another process under that PID).
-                current[pid] = _Seen(raw, start_ticks(self._roots, pid), read, write)
+                previous[pid] = _Seen(start_ticks(self._roots, pid), read, write)
                 continue
-            current[pid] = _Seen(raw, before.started, read, write)
+            previous[pid] = _Seen(before.started, read, write)
             if elapsed <= 0 or before.started is None:
                 continue
             read_rate = (read - before.read) / elapsed
             write_rate = (write - before.write) / elapsed
             if read_rate + write_rate > minimum:
                 candidates.append(_Candidate(pid, before.started, read_rate, write_rate))
-        self._previous = current
+        self._raw = raw  # the keys of _previous again: gone, left out and forgotten are not in it
         self._malformed = malformed  # only this scan's: bounded by the processes there are
         candidates.sort(key=lambda c: c.read_rate + c.write_rate, reverse=True)
         return candidates
+
+    def _parse(self, pid: int, data: bytes, malformed: set[int]) -> tuple[int, int] | None:
+        """(read_bytes, write_bytes), or None (logged once) when the process is left out."""
+        try:
+            counters = parse_proc_io(data)
+        except MalformedIo as error:
+            malformed.add(pid)
+            if pid not in self._malformed:  # once per process, not every scan
+                self._log.debug(f"process_io: pid {pid}: /proc/{pid}/io: {error}; left out")
+            return None
+        if counters is None:
+            self._log_unparsed()
+        return counters
 
     def _winners(self, candidates: list[_Candidate], time_ns: int) -> list[Metric]:
         # One point per (process, user): two busy processes of one name in one batch would
@@ -111,6 +126,7 @@ class ProcessIoCollector(BaseCollector[ProcessIoConfig]):
             )
             if details is None:  # exited, or the PID was reused since the last scan
                 self._previous.pop(candidate.pid, None)
+                self._raw.pop(str(candidate.pid), None)  # next scan: new, its start time read again
                 continue
             same = series.get((details.name, details.user))
             if same is not None:
