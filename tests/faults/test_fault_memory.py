@@ -91,7 +91,6 @@ def test_cyclic_garbage_is_collected_while_running() -> None:
         gc.collect()
 
 
-
 def test_failing_mounts_that_churn_are_forgotten(fake_host: FakeHost, tmp_path: Path) -> None:
     """A pod's volume that fails (ENOENT here) and then leaves mountinfo must not stay in the
     collector's failure notes for the life of the process."""
@@ -110,3 +109,31 @@ def test_failing_mounts_that_churn_are_forgotten(fake_host: FakeHost, tmp_path: 
         collector.close()
     assert len(collector._failing) <= 1
     assert len(collector._prober._pending) <= 1
+
+
+def test_forecast_fits_of_mounts_that_churn_are_forgotten(
+    fake_host: FakeHost, tmp_path: Path
+) -> None:
+    """Pods' volumes that answer, then leave mountinfo: each had a forecast window and its
+    incremental fit. The windows stay for forecast_window (a remount resumes them); the
+    fits (a deque and moments each) must not pile up with them."""
+    roots = HostRoots(proc=str(fake_host.proc), sys=str(fake_host.sys), run=str(fake_host.root))
+    log = Logger(io.StringIO())
+    now = [1000.0]
+    clock = Clock(monotonic=lambda: now[0], wall_ns=lambda: int(now[0] * 1e9))
+    context = CollectorContext(roots, log, StateStore.in_memory(log), clock)
+    collector = FilesystemsCollector(
+        FilesystemsConfig(ignore_fs=[]), context, prober=StatfsProber(5.0, ThreadStatfs())
+    )
+    try:
+        for n in range(CHURN // 10):
+            volume = tmp_path / f"pod{n}"
+            volume.mkdir()
+            line = f"{30 + n} 1 0:{60 + n} / {volume} rw - ext4 x rw\n"
+            fake_host.write("proc/1/mountinfo", line)
+            now[0] += 10.0
+            assert collector.collect().metrics
+    finally:
+        collector.close()
+    assert len(collector._windows) == CHURN // 10  # kept: within the 6 h window
+    assert len(collector._tracks) <= 2 * 1 + 16

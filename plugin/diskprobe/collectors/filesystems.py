@@ -101,6 +101,10 @@ class FilesystemsCollector(BaseCollector[FilesystemsConfig]):
         if len(self._failing) > len(present) or len(self._stuck) > len(present):
             self._failing = {p: c for p, c in self._failing.items() if p in present}
             self._stuck &= present
+        # A fit is a cache (rebuilt from the window if the mount comes back): only the
+        # mounts in the table keep one, while their windows stay for a forecast_window.
+        if len(self._tracks) > 2 * len(present) + 16:
+            self._tracks = {key: t for key, t in self._tracks.items() if key[0] in present}
 
     def _note_failure(self, target: MountTarget, error: OSError) -> None:
         code = error.errno or errno.EIO
@@ -173,8 +177,6 @@ class FilesystemsCollector(BaseCollector[FilesystemsConfig]):
             points = entry.get("avail") if isinstance(entry, dict) else None
             if not isinstance(points, list) or not points or points[-1][0] < horizon:
                 del self._windows[path]
-        if len(self._tracks) > 2 * len(self._windows):
-            self._tracks = {key: t for key, t in self._tracks.items() if key[0] in self._windows}
 
 
 def _tags(target: MountTarget) -> dict[str, str]:
