@@ -14,6 +14,7 @@ import re
 import shutil
 from pathlib import Path
 
+import psutil
 import pytest
 
 from diskprobe.collectors import process_io as module
@@ -46,6 +47,13 @@ def set_process(proc: Path, pid: int, read: int, write: int, started: int = 100)
     words = [str(pid), "(worker)", *STAT_REST]
     words[21] = str(started)
     (proc / str(pid) / "stat").write_text(" ".join(words) + "\n")
+
+
+@pytest.fixture(autouse=True)
+def _psutil_procfs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """ProcessIoCollector points psutil at its HOST_PROC (procio.use_roots), a global: put it
+    back after each test, or later tests' psutil calls read this fake tree."""
+    monkeypatch.setattr(psutil, "PROCFS_PATH", psutil.PROCFS_PATH)
 
 
 @pytest.fixture
