@@ -8,21 +8,24 @@ big clean-ups, clock jumps, restarts from a saved list and lists replaced behind
 
 from __future__ import annotations
 
+import gc
 import io
 import random
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator, Sequence
 
 import pytest
 
+from diskprobe.collectors import filesystems
 from diskprobe.collectors.base import Clock, CollectorContext
-from diskprobe.collectors.filesystems import FilesystemsCollector
+from diskprobe.collectors.filesystems import POINT_BUDGET, STATE_SECTION, FilesystemsCollector
 from diskprobe.compute import forecast_fit
 from diskprobe.compute.forecast import Forecast, ForecastWindow, forecast
+from diskprobe.compute.mount_selection import MountTarget
 from diskprobe.config import FilesystemsConfig
 from diskprobe.log import Logger
 from diskprobe.roots import HostRoots
-from diskprobe.state import StateStore
+from diskprobe.state import MAX_BYTES, StateStore
 
 GB = 1e9
 MIN_SAMPLES = 6
@@ -200,3 +203,54 @@ def test_the_collector_keeps_each_windows_fit_across_collects(
         now[0] += 10.0
         assert collector.collect().metrics
     assert len(built) == 2, built  # one track per series (space, inodes), built once
+
+
+def test_many_mounts_share_a_point_budget_and_their_windows_survive_a_restart(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # 2,000 mounts with full 360-point windows were 183 MiB and a ~40 MB state file, over the
+    # 16 MiB a start reads back: save() left the windows out, so every restart lost them.
+    # Now all windows share POINT_BUDGET points (50 per series at 2,000 mounts). Scaled down
+    # tenfold here (200 mounts, 20,000 points) to stay quick; the file size is extrapolated.
+    budget, mounts = POINT_BUDGET // 10, 200
+    monkeypatch.setattr(filesystems, "POINT_BUDGET", budget)
+    targets = [MountTarget(f"/m{i}", "/", "/dev/x", "ext4", "rw", 8, 0) for i in range(mounts)]
+    now = [1.7e9]
+    clock = Clock(monotonic=lambda: now[0], wall_ns=lambda: int(now[0] * 1e9))
+    log = Logger(io.StringIO())
+    state_file = tmp_path / "state.json"
+    state = StateStore(str(state_file), log, save_interval=1e9)
+    context = CollectorContext(HostRoots(), log, state, clock)
+    config = FilesystemsConfig(forecast_min_samples=3, forecast_window=3600.0)
+    collector = FilesystemsCollector(config, context, targets=lambda: targets)
+    per_series = budget // (2 * mounts)
+    step = 24.0  # 1 point per collect at 360 points (10 s apart); 1 in 3 at 50 (72 s)
+    try:
+        for _ in range(148):  # 3,552 s: all in the window
+            now[0] += step
+            assert len(collector.collect().metrics) == mounts
+    finally:
+        collector.close()
+    held = [len(points) for entry in state.section(STATE_SECTION).values()
+            for points in entry.values()]  # fmt: skip
+    assert len(held) == 2 * mounts and max(held) <= per_series + 1, (per_series, max(held))
+    assert min(held) >= per_series - 2, min(held)  # thinned, not emptied
+    # Nor do the points cost the cyclic GC: as tuples of floats they are untracked after a
+    # pass, where every full collection walked 200,000 lists (60 ms per collect).
+    gc.collect()
+    windows = [
+        points for entry in state.section(STATE_SECTION).values() for points in entry.values()
+    ]
+    tracked = [point for points in windows for point in points if gc.is_tracked(point)]
+    assert not tracked, tracked[:3]
+    state.save(force=True)
+    state.close()
+    per_point = state_file.stat().st_size / sum(held)
+    assert per_point * POINT_BUDGET < MAX_BYTES / 2, per_point  # the real budget fits, twice
+    restarted = StateStore(str(state_file), log).section(STATE_SECTION)
+    assert restarted == _as_lists(state.section(STATE_SECTION))  # json.load gives lists
+
+
+def _as_lists(section: dict[str, dict[str, list[Sequence[float]]]]) -> dict[str, Any]:
+    return {path: {series: [list(point) for point in points] for series, points in entry.items()}
+            for path, entry in section.items()}  # fmt: skip

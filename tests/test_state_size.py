@@ -1,8 +1,9 @@
 """A state file never grows past what the next start reads back (state.MAX_BYTES).
 
-Full 6 h forecast windows take ~25 kB per mount: past ~640 mounts the file would exceed the
+Full 6 h forecast windows took ~25 kB per mount: past ~640 mounts the file exceeded the
 16 MiB a start reads, and a start moves an oversized file aside whole, SMART baselines and
-fail-slow evidence with it. The store leaves the largest sections out of the file instead.
+fail-slow evidence with it. The windows now share a point budget (test_forecast_scale.py);
+whatever else outgrows the file, the store leaves the largest sections out of it instead.
 """
 
 from __future__ import annotations
@@ -54,8 +55,8 @@ def test_the_largest_sections_are_left_out_and_the_rest_survives_a_restart(
 def test_the_installed_command_keeps_its_state_when_a_section_outgrows_the_file(
     tmp_path: Path,
 ) -> None:
-    # A file exactly at the limit (a foreign section of the size of full windows of ~640
-    # mounts): one run adds its own sections, which would push the file over the limit.
+    # A file exactly at the limit (a foreign section, as large as full windows of ~640 mounts
+    # once were): one run adds its own sections, which would push the file over the limit.
     path = tmp_path / "state.json"
     body = {"format": "diskprobe-state", "version": 1, "saved_at": 1.0,
             "sections": {"zz_big": {"x": "a" * (state.MAX_BYTES - 120)}}}  # fmt: skip

@@ -22,9 +22,9 @@ from diskprobe.state_sections import EntryCheck, any_entry, checked_section
 
 FORMAT = "diskprobe-state"
 VERSION = 1
-# 25 kB per mount with full 6 h windows (both series), ~250 B per drive: 16 MiB holds ~640
-# such mounts plus 2,000 drives (measured: 16.5 MB, peak RSS 138 MB; the DaemonSet allows 256 Mi).
-# Past that, save() leaves the largest section (the windows) out of the file, see _encode().
+# The forecast windows are ~6 MB at most (collectors.filesystems.POINT_BUDGET), ~250 B per
+# drive: a 16 MiB file was measured at peak RSS 138 MB to load (the DaemonSet allows 256 Mi).
+# Past that, save() leaves the largest section out of the file, see _encode().
 MAX_BYTES = 16 * 1024 * 1024
 
 

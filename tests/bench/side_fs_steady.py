@@ -1,16 +1,16 @@
 #!/usr/bin/env python3
-"""side_fs in steady state: diskprobe's forecast windows full (360 points per series).
+"""side_fs in steady state: diskprobe's forecast windows full (as many points as they keep).
 
     python tests/bench/side_fs_steady.py [--rounds 5] [--cycles 5] [--binds 2000]
     python tests/bench/side_fs_steady.py --quick     # 2 rounds of 2 cycles, 200 bind mounts
 
 side_fs runs a few cycles from a fresh start, so each window holds a few points; in production
-(interval 10 s, forecast_window 6 h = 360 points of 60 s) every series holds 360 after 6 h and
-the forecast runs over them each collect. The state file cannot carry that in: at 2,000 mounts
-full windows are ~40 MB, over state.MAX_BYTES (16 MiB), so a pre-filled file is set aside.
-Instead the windows are filled the way production fills them, faster: forecast_window =
-360 x RESOLUTION s and --warm collects (default 370; 30 with --quick) FILL_STEP apart. The
-forecast's cost depends on the points held, not on the window's length. Then side_fs's
+(interval 10 s, forecast_window 6 h) every series holds its full share after 6 h: 360 points
+of 60 s up to 277 mounts, fewer beyond (filesystems.POINT_BUDGET; 50 at 2,000 mounts), and
+the forecast runs over them each collect. Rather than a pre-filled state file, the windows
+are filled the way production fills them, faster: forecast_window = 360 x RESOLUTION s and
+--warm collects (default 370; 30 with --quick) FILL_STEP apart. The forecast's cost depends
+on the points held, not on the window's length. Then side_fs's
 rounds: the same mounts (bind mounts of distinct directories, plus tmpfs ones both tools
 ignore), the same node_exporter flags, CPU and wall per collect (diskprobe's collects paced
 FILL_STEP apart, so the windows stay full).
@@ -46,7 +46,7 @@ RESOLUTION = 0.5  # forecast_window / 360: a new stored point at most every RESO
 # float (replace the last) instead of settling: 360 x 0.5 / 0.55 = ~327 points per series.
 # (0.25 s was too short: a collect at 2,000 mounts takes longer, and windows held ~120.)
 FILL_STEP = 0.55
-POINTS = 360  # ForecastWindow.MAX_POINTS
+POINTS = 360  # ForecastWindow.MAX_POINTS: what a window keeps with few mounts
 
 
 def steady_config(work: Path) -> Path:

@@ -26,6 +26,13 @@ UNRESPONSIVE_ERRNOS = frozenset(
      errno.ETIMEDOUT, errno.ECONNREFUSED}
 )  # fmt: skip
 STATE_SECTION = "fs_forecast"
+# Points stored over all forecast windows: ~28 MB of RAM and ~6 MB of state file at most.
+# Up to 277 mounts every series keeps ForecastWindow.MAX_POINTS (one per minute of a 6 h
+# window); beyond that each keeps fewer, further apart (2,000 mounts: 50, one per 7 min).
+# Full windows for every mount cost 90 kB each: 183 MiB at 2,000 mounts, and a state file
+# over the 16 MiB a start reads back, so the windows were lost at every restart.
+POINT_BUDGET = 200_000
+MIN_POINTS_PER_MIN_SAMPLE = 4  # the floor: a forecast needs forecast_min_samples points
 
 
 class FilesystemsCollector(BaseCollector[FilesystemsConfig]):
@@ -47,6 +54,7 @@ class FilesystemsCollector(BaseCollector[FilesystemsConfig]):
         self._windows: dict[str, Any] = state.section(STATE_SECTION, _valid_windows)
         # (path, series) -> the incremental fit of that window list (compute.forecast_fit)
         self._tracks: dict[tuple[str, str], FitTrack] = {}
+        self._max_points = ForecastWindow.MAX_POINTS  # per window, from POINT_BUDGET
         self._prober = prober or StatfsProber(config.stat_timeout)
         self._chosen_targets = targets
         self._mount_watch = MountWatch(self._roots)
@@ -78,6 +86,7 @@ class FilesystemsCollector(BaseCollector[FilesystemsConfig]):
         time_ns = self._clock.wall_ns()
         now = time_ns / 1e9
         collection = Collection(items=len(targets))
+        self._max_points = self._points_per_window(len(targets))
         for target in targets:
             result = results[target.stat_path]
             if isinstance(result, OSError):
@@ -94,6 +103,12 @@ class FilesystemsCollector(BaseCollector[FilesystemsConfig]):
         self._forget_departed({target.path for target in targets})
         self._forget_old_windows(now)
         return collection
+
+    def _points_per_window(self, mounts: int) -> int:
+        # Two series per mount; windows of departed mounts are kept (and count) a while.
+        series = 2 * max(mounts, len(self._windows), 1)
+        floor = MIN_POINTS_PER_MIN_SAMPLE * self.config.forecast_min_samples
+        return min(ForecastWindow.MAX_POINTS, max(POINT_BUDGET // series, floor))
 
     def _forget_departed(self, present: set[str]) -> None:
         # Mounts that failed or hung and then left the table (pods come and go): their
@@ -145,7 +160,13 @@ class FilesystemsCollector(BaseCollector[FilesystemsConfig]):
         if not isinstance(points, list):
             points = entry[series] = []
         key = (path, series)
-        window = ForecastWindow(self.config.forecast_window, points, self._tracks.get(key))
+        window = ForecastWindow(
+            self.config.forecast_window,
+            points,
+            self._tracks.get(key),
+            self._max_points,
+            tuples=True,
+        )
         self._tracks[key] = window.track
         return window
 

@@ -81,7 +81,8 @@ def _result(slope: float, r_squared: float, available: float) -> Forecast:
 
 
 class ForecastWindow:
-    """A sliding window of samples for one series, thinned to at most MAX_POINTS points.
+    """A sliding window of samples for one series, thinned to at most `max_points` points
+    (MAX_POINTS unless the caller must bound many windows' memory; see the fs collector).
 
     `points` (the state file's list) must change only through add(): the incremental fit
     (compute.forecast_fit) follows every change it makes. The collector makes a window per
@@ -94,12 +95,19 @@ class ForecastWindow:
     def __init__(
         self,
         window_sec: float,
-        points: list[list[float]] | None = None,
+        points: list[Sequence[float]] | None = None,
         track: FitTrack | None = None,
+        max_points: int = MAX_POINTS,
+        *,
+        tuples: bool = False,
     ) -> None:
         self.window_sec = window_sec
-        self.resolution = window_sec / self.MAX_POINTS
-        self.points: list[list[float]] = points if points is not None else []
+        self.resolution = window_sec / max_points
+        self.points: list[Sequence[float]] = points if points is not None else []
+        # New points as (t, value) tuples rather than the [t, value] lists json.load gives:
+        # the cyclic GC untracks a tuple of floats once it has seen it, while every full
+        # collection walked the lists (200,000 of them at 2,000 mounts: 60 ms per collect).
+        self.tuples = tuples
         if track is None or track.points is not self.points or not track.matches():
             track = FitTrack(self.points)
         self.track = track  # the caller keeps it for the next window on the same list
@@ -111,10 +119,11 @@ class ForecastWindow:
             track.cleared()
         # The newest point floats: later samples replace it until it lies one resolution step
         # past the point before it, so stored points are at least that far apart.
+        point = (t, value) if self.tuples else [t, value]
         if len(points) >= 2 and points[-1][0] - points[-2][0] < self.resolution:
-            points[-1] = [t, value]
+            points[-1] = point
         else:
-            points.append([t, value])
+            points.append(point)
             if len(points) >= 2:
                 track.appended()
         cutoff = t - self.window_sec

@@ -18,6 +18,7 @@ Results equal the full fit up to rounding (last bits), and exactly when the enve
 from __future__ import annotations
 
 from collections import deque
+from typing import Sequence
 
 MAX_UPDATES = 360  # incremental updates between two exact recomputations
 
@@ -72,7 +73,7 @@ def exact_moments(times: list[float], envelope: list[float]) -> Moments:
 class FitTrack:
     """The incremental fit of one window's list; ForecastWindow reports every change."""
 
-    def __init__(self, points: list[list[float]]) -> None:
+    def __init__(self, points: list[Sequence[float]]) -> None:
         self.points = points
         self.base = 0  # absolute index of points[0]
         self.maxima: deque[int] = deque()  # settled points, values non-increasing
@@ -103,7 +104,7 @@ class FitTrack:
         """A point was appended: the one before it settles."""
         self._settle(self.base + len(self.points) - 2, rebuild=True)
 
-    def popped(self, dropped: list[float]) -> None:
+    def popped(self, dropped: Sequence[float]) -> None:
         """`dropped`, points[0], slid out of the window."""
         gone = self.base
         self.base += 1
