@@ -49,6 +49,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--textfile", metavar="PATH",
                         help="--output textfile, written to PATH atomically (prometheus)")
     parser.add_argument("--output", choices=OUTPUT_KINDS, help="where batches go")
+    parser.add_argument("--listen", metavar="ADDRESS:PORT",
+                        help="serve /metrics there for Prometheus (--output http)")
     parser.add_argument("--url", help="InfluxDB URL (--output influxdb)")
     parser.add_argument("--org", help="InfluxDB organization")
     parser.add_argument("--bucket", help='InfluxDB bucket (1.8: "db/rp")')
@@ -65,8 +67,12 @@ def _load(args: argparse.Namespace, log: Logger | None = None) -> AgentConfig:
     once = ONCE_DEFAULT_INTERVAL if args.once and args.interval is None else None
     # --textfile PATH is kind "textfile" and path PATH; set before --output, which wins if given
     textfile = "textfile" if args.textfile is not None else None
+    # --listen is kind "http" serving the Prometheus format; an explicit --format still wins
+    http, served = ("http", "prometheus") if args.listen is not None else (None, None)
     flags = [("--interval", "interval", args.interval), ("--once", "interval", once),
              ("--trigger", "trigger", args.trigger), ("--debug", "debug", args.debug),
+             ("--listen", "output.format", served), ("--listen", "output.kind", http),
+             ("--listen", "output.listen", args.listen),
              ("--format", "output.format", args.format), ("--textfile", "output.kind", textfile),
              ("--textfile", "output.path", args.textfile), ("--output", "output.kind", args.output),
              ("--url", "output.url", args.url), ("--org", "output.org", args.org),

@@ -10,20 +10,29 @@ from dataclasses import dataclass
 
 from diskprobe.config.sections import TIMEOUT_MAX, option
 
-OUTPUT_KINDS = ("stdout", "textfile", "influxdb")
+OUTPUT_KINDS = ("stdout", "textfile", "influxdb", "http")
 OUTPUT_FORMATS = ("influx", "collectd", "prometheus")
+# Prometheus' default port allocations hand out 9100 and up, one per listed exporter: 9100-9999
+# are all taken (diskprobe's neighbours: 9257, 9541 and 9633 are SMART exporters) and the list
+# continues past 10,000. diskprobe is not on it (an entry needs the public repository), so
+# its default sits outside the range the list allocates from, as Prometheus' "writing
+# exporters" guide advises for unlisted exporters.
+DEFAULT_PORT = 19100
+DEFAULT_LISTEN = f":{DEFAULT_PORT}"
 
 
 @dataclass
 class OutputConfig:
-    """Where batches go: stdout (Telegraf, collectd), a textfile (node_exporter) or InfluxDB."""
+    """Where batches go: stdout (Telegraf, collectd), a textfile, InfluxDB or HTTP /metrics."""
 
     kind: str = option(
         "stdout",
         '"stdout" (Telegraf execd, collectd exec); "textfile": each batch replaces the file '
         '`path` atomically (node_exporter\'s textfile collector); or "influxdb": write through '
         "the InfluxDB v2 write API (InfluxDB 1.8+, 2.x, 3.x and compatible servers), batched, "
-        "gzip, with retries and an on-disk spool (the InfluxDB keys below).",
+        'gzip, with retries and an on-disk spool (the InfluxDB keys below); or "http": serve '
+        "the latest batch at http://`listen`/metrics for Prometheus to scrape "
+        '(format = "prometheus").',
         choices=OUTPUT_KINDS,
     )
     format: str = option(
@@ -38,6 +47,12 @@ class OutputConfig:
         'kind = "textfile" (and only it): the file each batch replaces, in node_exporter\'s '
         '--collector.textfile.directory, e.g. "/var/lib/prometheus/node-exporter/diskprobe.prom"'
         ' (with format = "prometheus").',
+    )
+    listen: str = option(
+        DEFAULT_LISTEN,
+        'kind = "http": the address and port /metrics is served on, "ADDRESS:PORT"; ":PORT" is '
+        f"every interface. {DEFAULT_PORT} is outside the range of Prometheus' default exporter "
+        "ports. A scrape never triggers a collection: it gets the last complete batch.",
     )
     url: str = option(
         "",

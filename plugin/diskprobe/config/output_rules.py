@@ -7,6 +7,7 @@ import os
 from diskprobe import files
 from diskprobe.config.errors import ConfigError
 from diskprobe.config.file import read_token_file
+from diskprobe.config.listen import parse_listen
 from diskprobe.config.output import OutputConfig
 
 
@@ -18,6 +19,14 @@ def check_output(output: OutputConfig, where: str) -> None:
         raise ConfigError(
             f'{where}[output] path is for kind = "textfile" only, not kind = "{output.kind}"'
         )
+    if output.kind == "http":
+        if output.format != "prometheus":
+            raise ConfigError(f'{where}[output] kind = "http" serves format = "prometheus" '
+                              f'only, not format = "{output.format}"')  # fmt: skip
+        try:
+            parse_listen(output.listen)
+        except ValueError as error:
+            raise ConfigError(f"{where}[output] {error}") from None
     if output.kind == "influxdb":
         missing = [name for name in ("url", "bucket") if not getattr(output, name)]
         if missing:

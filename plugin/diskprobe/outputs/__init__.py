@@ -1,4 +1,5 @@
-"""Where serialized batches go, one module per [output] kind: stdout, textfile, influxdb.
+"""Where serialized batches go, one module per [output] kind: stdout, textfile, influxdb, http
+(the /metrics server is http_server.py).
 
 The InfluxDB output's helpers sit next to it (spool.py, ledger.py, retry.py): a flat package
 of small modules keeps every import one level deep, and the helpers know nothing of InfluxDB
@@ -15,6 +16,7 @@ from diskprobe.outputs.base import Output as Output
 from diskprobe.outputs.base import OutputClosed as OutputClosed
 from diskprobe.outputs.base import OutputFailed as OutputFailed
 from diskprobe.outputs.base import OutputInterrupted as OutputInterrupted
+from diskprobe.outputs.http import HttpOutput
 from diskprobe.outputs.influxdb import InfluxDBOutput
 from diskprobe.outputs.stdout import StreamOutput
 from diskprobe.outputs.textfile import TextfileOutput
@@ -28,6 +30,8 @@ def open_output(config: OutputConfig, log: Logger, stopping: Callable[[], bool])
     The config was checked at load: the kind's keys are there and agree."""
     if config.kind == "influxdb":
         return InfluxDBOutput(config, log)
+    if config.kind == "http":
+        return HttpOutput(config.listen, log)
     if config.kind == "textfile":
         return TextfileOutput(config.path, log)
     return StreamOutput(STDOUT_FD, stopping=stopping)

@@ -1,0 +1,94 @@
+"""kind = "http": the latest batch served at /metrics for Prometheus to scrape, as node_exporter.
+
+write() hands the server a new page (one reference swap: a scrape gets the old batch or the
+new one, whole) and never waits for a client; outputs/http_server.py serves the pages, with
+a bound on clients and on the time each may take.
+"""
+
+from __future__ import annotations
+
+import errno
+import functools
+import socket
+import threading
+
+from diskprobe.config.listen import parse_listen
+from diskprobe.log import Logger
+from diskprobe.outputs.base import OutputFailed
+from diskprobe.outputs.http_server import Page, ScrapeServer
+
+__all__ = ["HttpOutput", "parse_listen"]
+STOP_POLL_SEC = 0.2  # how soon close() returns: the accepting loop looks for a stop this often
+
+
+def bind(host: str, port: int, log: Logger, max_clients: int, timeout: float) -> ScrapeServer:
+    """A server listening on (host, port) as parse_listen gives them; OSError if it cannot."""
+    server = functools.partial(
+        ScrapeServer, log=log, max_clients=max_clients, client_timeout=timeout
+    )
+    if host == "":
+        try:  # every interface: one IPv6 socket takes IPv4 too, where there is IPv6
+            return server(("::", port), socket.AF_INET6)
+        except OSError as error:
+            if error.errno not in (errno.EAFNOSUPPORT, errno.EADDRNOTAVAIL):
+                raise  # in use, forbidden: IPv4 alone would fail the same way
+        return server(("0.0.0.0", port), socket.AF_INET)
+    found = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    # "localhost" is often ::1 then 127.0.0.1: take IPv4 first, as Go's net.Listen does
+    # (node_exporter's web.listen-address); a name is listened on at one address only.
+    family, _, _, _, address = min(found, key=lambda info: info[0] != socket.AF_INET)
+    return server(address, family)
+
+
+class HttpOutput:
+    """Serves the last batch written at http://LISTEN/metrics; OutputFailed if it cannot listen.
+
+    max_clients: connections served at once (one more gets 503); client_timeout: seconds a
+    client has to send its request, and as many to take the answer."""
+
+    def __init__(
+        self,
+        listen: str,
+        log: Logger | None = None,
+        *,
+        max_clients: int = 8,
+        client_timeout: float = 10.0,
+    ) -> None:
+        if max_clients < 1 or not client_timeout > 0:
+            raise ValueError(f"http: max_clients ({max_clients}) and client_timeout "
+                             f"({client_timeout}) must be positive")  # fmt: skip
+        self.listen = listen
+        logger = log if log is not None else Logger()
+        try:
+            host, port = parse_listen(listen)
+            self._server = bind(host, port, logger, max_clients, client_timeout)
+        except (OSError, ValueError) as error:  # in use, EACCES, no such address or name
+            reason = (isinstance(error, OSError) and error.strerror) or str(error)
+            raise OutputFailed(f"http: cannot listen on {listen}: {reason}") from None
+        host, port = self._server.socket.getsockname()[:2]
+        self._address = (str(host), int(port))  # kept: the socket's is gone after close()
+        self._closed = False
+        self._thread = threading.Thread(
+            target=self._server.serve_forever,
+            kwargs={"poll_interval": STOP_POLL_SEC},
+            name="diskprobe-http",
+            daemon=True,
+        )
+        self._thread.start()
+
+    @property
+    def address(self) -> tuple[str, int]:
+        """The bound (host, port): with port 0 in `listen`, the port the system chose."""
+        return self._address
+
+    def write(self, text: str) -> None:
+        self._server.page = Page(text)  # one reference swap: scrapes get old or new, whole
+
+    def close(self) -> None:
+        """Stop listening and hang up on every client; returns within STOP_POLL_SEC or so."""
+        if self._closed:
+            return
+        self._closed = True
+        self._server.shutdown()  # waits for the accepting loop to notice: STOP_POLL_SEC
+        self._server.server_close()
+        self._server.hang_up_all()

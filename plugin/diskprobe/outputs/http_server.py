@@ -1,0 +1,238 @@
+"""The /metrics server of output kind "http" (outputs/http.py): pages, clients, their limits.
+
+A page is one batch: the server answers each scrape from the page it read first, so a scrape
+gets one whole batch and swapping in a new page never waits for a client. At most max_clients
+clients, one thread each (one more gets 503 from the accepting thread, which never waits on
+it); each has client_timeout to send its whole request and as long to take the whole answer,
+then is dropped. Clients share the page's bytes and its gzip form (made once, on first demand):
+a slow client costs a thread and a socket, never a copy. One request per connection
+(HTTP/1.0): an idle keep-alive connection would hold a client slot.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gzip
+import html
+import http.server
+import io
+import re
+import socket
+import socketserver
+import sys
+import threading
+import time
+from typing import Any, Sequence
+from urllib.parse import urlsplit
+
+from diskprobe import __version__
+from diskprobe.log import Logger
+
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"  # node_exporter's, byte for byte
+PLAIN = "text/plain; charset=utf-8"
+CLIENT_THREAD = "diskprobe-http-client"
+GZIP_LEVEL = 6  # zlib's default: a 20 MB page in ~0.3 s; 9 costs twice that for ~2% less
+LANDING = (
+    "<!DOCTYPE html>\n<html><head><title>diskprobe</title></head><body>\n<h1>diskprobe</h1>\n"
+    f'<p>version {html.escape(__version__)}</p>\n<p><a href="/metrics">Metrics</a></p>\n'
+    "</body></html>\n"
+).encode()
+BUSY = b"HTTP/1.0 503 Service Unavailable\r\nContent-Length: 25\r\n\r\ntoo many scrapes at once\n"
+_QVALUE = re.compile(r"\s*(?:q\s*=\s*([01](?:\.[0-9]{0,3})?)\s*)?")  # "gzip;q=0.5", "gzip"
+# Request lines are logged (debug): "GET /\x1b[2J HTTP/1.0" shows, not runs, the escape.
+_CONTROL = {code: f"\\x{code:02x}" for code in [*range(0x20), *range(0x7F, 0xA0)]}
+
+
+def accepts_gzip(header: str | None) -> bool:
+    """Whether Accept-Encoding lets the answer be gzipped: "gzip", "br, gzip;q=0.5" and "*"
+    do; "gzip;q=0", "*;q=0", "identity" and no header at all do not."""
+    weights: dict[str, float] = {}
+    for item in (header or "").lower().split(","):
+        coding, _, params = item.partition(";")
+        weight = _QVALUE.fullmatch(params)  # RFC 9110's qvalue; anything else counts as 0
+        weights.setdefault(coding.strip(), float(weight.group(1) or 1) if weight else 0.0)
+    return next((weights[name] for name in ("gzip", "x-gzip", "*") if name in weights), 0.0) > 0
+
+
+class Page:
+    """One batch as served: encoded once; gzipped by the first scrape that asks for it."""
+
+    def __init__(self, text: str) -> None:
+        self.body = text.encode("utf-8")
+        self._gzip: bytes | None = None
+        self._lock = threading.Lock()  # this page's only: write() never takes it
+
+    def gzipped(self) -> bytes:
+        with self._lock:  # first scrapes at once: one compresses, the others wait for it
+            if self._gzip is None:
+                self._gzip = gzip.compress(self.body, compresslevel=GZIP_LEVEL, mtime=0)
+            return self._gzip
+
+
+class _DeadlineReader(io.RawIOBase):
+    """A socket's bytes until a deadline for all of them (a socket timeout is per recv)."""
+
+    def __init__(self, sock: socket.socket, seconds: float) -> None:
+        super().__init__()
+        self._sock = sock
+        self._deadline = time.monotonic() + seconds
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:  # any writable buffer
+        left = self._deadline - time.monotonic()
+        if left <= 0:
+            raise socket.timeout("the request took too long")
+        self._sock.settimeout(left)
+        return self._sock.recv_into(buffer)
+
+
+class _Handler(http.server.BaseHTTPRequestHandler):
+    server: ScrapeServer
+    disable_nagle_algorithm = True  # headers and body are two sends
+    _send_deadline = 0.0
+
+    def setup(self) -> None:
+        super().setup()
+        self.rfile.close()  # replaced: with it, every byte would restart the timeout
+        self.rfile = io.BufferedReader(_DeadlineReader(self.connection, self.server.timeout_s))
+
+    def parse_request(self) -> bool:
+        if not super().parse_request():
+            return False  # malformed: http.server answered it (400, 414, 431, 505)
+        if self.command in ("GET", "HEAD"):
+            return True
+        body = f"method {self.command} not allowed\n".encode("utf-8", "replace")
+        self._reply(405, PLAIN, body, [("Allow", "GET, HEAD")])
+        return False
+
+    def do_GET(self) -> None:
+        path = urlsplit(self.path).path  # "/metrics?x=1": the query is ignored
+        page = self.server.page  # read once: this scrape's batch, whatever write() does next
+        if path == "/":
+            self._reply(200, "text/html; charset=utf-8", LANDING)
+        elif path != "/metrics":
+            self._reply(404, PLAIN, b"404 page not found\n")  # Go's net/http text
+        elif page is None:
+            self._reply(503, PLAIN, b"no metrics collected yet\n")
+        elif accepts_gzip(self.headers.get("Accept-Encoding")):
+            zipped = [("Content-Encoding", "gzip"), ("Vary", "Accept-Encoding")]
+            self._reply(200, CONTENT_TYPE, page.gzipped(), zipped)
+        else:
+            self._reply(200, CONTENT_TYPE, page.body, [("Vary", "Accept-Encoding")])
+
+    do_HEAD = do_GET  # _reply leaves the body out
+
+    def _reply(
+        self, code: int, kind: str, body: bytes, headers: Sequence[tuple[str, str]] = ()
+    ) -> None:
+        self.send_response(code)
+        self.send_header("Content-Type", kind)
+        self.send_header("Content-Length", str(len(body)))
+        for name, value in headers:
+            self.send_header(name, value)
+        self.end_headers()
+        if self.command != "HEAD":
+            left = self._send_deadline - time.monotonic()
+            if left <= 0:
+                raise socket.timeout("the answer took too long")
+            self.connection.settimeout(left)  # sendall's timeout bounds the whole call
+            self.wfile.write(body)  # the page's own bytes: no copy per client
+
+    def send_response(self, code: int, message: str | None = None) -> None:
+        # Every answer starts here (http.server's errors too): its client_timeout starts now.
+        self._send_deadline = time.monotonic() + self.server.timeout_s
+        self.connection.settimeout(self.server.timeout_s)
+        super().send_response(code, message)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        # http.server writes every request to stderr; a daemon's stderr is its log
+        message = (format % args).translate(_CONTROL)
+        self.server.log.debug(f"http: {self.client_address[0]}: {message}")
+
+    def version_string(self) -> str:
+        return f"diskprobe/{__version__}"
+
+
+class ScrapeServer(http.server.HTTPServer):
+    """An HTTPServer whose clients each get a thread, up to max_clients; serve_forever() runs
+    the accepting loop. `page` is what /metrics serves (None: 503 until the first batch)."""
+
+    request_queue_size = 64  # a burst of scrapers waits in the backlog, not refused
+
+    def __init__(
+        self,
+        address: tuple[Any, ...],
+        family: int,
+        *,
+        log: Logger,
+        max_clients: int,
+        client_timeout: float,
+    ) -> None:
+        self.address_family = family
+        self.log = log
+        self.timeout_s = client_timeout
+        self.page: Page | None = None
+        self._slots = threading.BoundedSemaphore(max_clients)
+        self._clients: set[socket.socket] = set()
+        self._lock = threading.Lock()  # guards _clients and _closing; never held to send
+        self._closing = False
+        super().__init__(address, _Handler)
+
+    def server_bind(self) -> None:
+        if self.address_family == socket.AF_INET6 and self.server_address[0] == "::":
+            # Every interface, IPv4 too (as ::ffff:a.b.c.d): not every system's default.
+            self.socket.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+        socketserver.TCPServer.server_bind(self)  # not HTTPServer's: its getfqdn() asks DNS
+        self.server_name, self.server_port = self.socket.getsockname()[:2]
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        if not self._slots.acquire(blocking=False):
+            self._refuse(request)
+            return
+        try:
+            client = (request, client_address)
+            threading.Thread(
+                target=self._serve, args=client, name=CLIENT_THREAD, daemon=True
+            ).start()
+        except RuntimeError:  # no thread to be had (a ulimit): answered as if busy
+            self._slots.release()
+            self._refuse(request)
+
+    def _serve(self, request: socket.socket, client_address: Any) -> None:
+        with self._lock:
+            self._clients.add(request)
+            if self._closing:  # close() ran after the accept: end this client at once
+                _hang_up(request)
+        try:
+            self.finish_request(request, client_address)
+        except Exception:  # a client that went away mid-answer: never the server's end
+            self.handle_error(request, client_address)
+        finally:
+            with self._lock:
+                self._clients.discard(request)
+            self.shutdown_request(request)
+            self._slots.release()
+
+    def _refuse(self, request: socket.socket) -> None:
+        """Over max_clients: a 503 if the socket takes it at once, then closed. Never waits."""
+        with contextlib.suppress(OSError):
+            request.setblocking(False)
+            request.send(BUSY)
+        self.shutdown_request(request)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        error = sys.exc_info()[1]  # socketserver's default prints a traceback to stderr
+        self.log.debug(f"http: {client_address[0]}: {type(error).__name__}: {error}")
+
+    def hang_up_all(self) -> None:
+        with self._lock:  # a client in the set is not closed yet: its descriptor is its own
+            self._closing = True
+            for client in self._clients:
+                _hang_up(client)
+
+
+def _hang_up(client: socket.socket) -> None:
+    with contextlib.suppress(OSError):  # wakes its thread from a blocked recv or sendall
+        client.shutdown(socket.SHUT_RDWR)

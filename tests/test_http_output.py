@@ -1,0 +1,510 @@
+"""output kind = "http": the /metrics server, over real sockets on 127.0.0.1 (port 0).
+
+The page most tests serve is real: `diskprobe --once` with format "prometheus", run once per
+module on this machine's /proc and /sys (the default collectors, SMART off).
+"""
+
+from __future__ import annotations
+
+import array
+import contextlib
+import fcntl
+import gzip
+import http.client
+import io
+import re
+import socket
+import subprocess
+import termios
+import threading
+import time
+import tracemalloc
+from typing import Any, Callable, Iterator
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from diskprobe import __version__
+from diskprobe.log import Logger
+from diskprobe.outputs.base import OutputFailed
+from diskprobe.outputs.http import HttpOutput, parse_listen
+from diskprobe.outputs.http_server import CLIENT_THREAD, CONTENT_TYPE
+from test_prometheus import _config, _diskprobe, _env
+
+SHORT = 0.5  # client_timeout of the tests that wait for it
+BIG = 20 * 2**20  # a page no socket buffer holds
+Serve = Callable[..., HttpOutput]
+
+
+# -- helpers ----------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def real_page(tmp_path_factory: pytest.TempPathFactory) -> str:
+    work = tmp_path_factory.mktemp("diskprobe")
+    done = subprocess.run(
+        [*_diskprobe(), "--config", str(_config(work)), "--once"],
+        env=_env(), capture_output=True, text=True, timeout=60, check=True,
+    )  # fmt: skip
+    assert "diskprobe_io_reads_total{" in done.stdout, done.stdout[:500]
+    return done.stdout
+
+
+@pytest.fixture
+def serve() -> Iterator[Serve]:
+    """HttpOutput(listen="127.0.0.1:0", ...), closed after the test."""
+    opened: list[HttpOutput] = []
+
+    def start(log: Logger | None = None, **options: Any) -> HttpOutput:
+        output = HttpOutput("127.0.0.1:0", log, **options)
+        opened.append(output)
+        return output
+
+    yield start
+    for output in opened:
+        output.close()
+
+
+def get(
+    output: HttpOutput, path: str = "/metrics", method: str = "GET", **headers: str
+) -> tuple[int, dict[str, str], bytes]:
+    """(status, headers with lower-case names, body) of one request."""
+    connection = http.client.HTTPConnection(*output.address, timeout=5)
+    try:
+        connection.request(
+            method, path, headers={k.replace("_", "-"): v for k, v in headers.items()}
+        )
+        response = connection.getresponse()
+        body = response.read()
+        return response.status, {k.lower(): v for k, v in response.getheaders()}, body
+    finally:
+        connection.close()
+
+
+def raw(output: HttpOutput, request: bytes) -> bytes:
+    """Everything the server sends back for `request`, until it closes the connection."""
+    with socket.create_connection(output.address, timeout=5) as sock:
+        sock.sendall(request)
+        return drain(sock)
+
+
+def drain(sock: socket.socket) -> bytes:
+    """What a socket still has to read, until the end or a reset."""
+    sock.settimeout(5)
+    chunks = []
+    with contextlib.suppress(ConnectionResetError):
+        while chunk := sock.recv(65536):
+            chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def client_threads() -> int:
+    return sum(1 for thread in threading.enumerate() if thread.name == CLIENT_THREAD)
+
+
+def wait_for(condition: Callable[[], bool], seconds: float) -> float:
+    """Seconds until condition() held; fails after `seconds`."""
+    start = time.monotonic()
+    while not condition():
+        assert time.monotonic() - start < seconds, "condition not reached in time"
+        time.sleep(0.01)
+    return time.monotonic() - start
+
+
+def unread(sock: socket.socket) -> int:
+    """Bytes waiting in a socket's receive queue."""
+    count = array.array("i", [0])
+    fcntl.ioctl(sock.fileno(), termios.FIONREAD, count)
+    return count[0]
+
+
+def stuck_client(output: HttpOutput) -> socket.socket:
+    """A client that asks for /metrics and never reads, with a receive buffer as small as can be."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1024)
+    sock.connect(output.address)
+    sock.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+    wait_for(lambda: unread(sock) > 0, 5)  # the server started answering
+    return sock
+
+
+def big_page(letter: str) -> str:
+    return (letter * 1023 + "\n") * (BIG // 1024)
+
+
+# -- what a scrape gets ------------------------------------------------------------------------
+
+
+def test_503_until_the_first_batch_then_the_page_and_the_next_one(
+    serve: Serve, real_page: str
+) -> None:
+    output = serve()
+    status, headers, body = get(output)
+    assert (status, headers["content-type"]) == (503, "text/plain; charset=utf-8")
+    assert body == b"no metrics collected yet\n"
+    output.write(real_page)
+    status, headers, body = get(output)
+    assert status == 200 and body == real_page.encode()
+    assert headers["content-type"] == "text/plain; version=0.0.4; charset=utf-8"
+    assert headers["content-length"] == str(len(body)) and "content-encoding" not in headers
+    families = {family.name for family in text_string_to_metric_families(body.decode())}
+    assert "diskprobe_io_reads" in families  # the counter diskprobe_io_reads_total
+    io_only = "".join(line for line in real_page.splitlines(True) if "diskprobe_io_" in line)
+    output.write(io_only)
+    assert get(output)[2] == io_only.encode() != body
+
+
+def test_the_query_string_is_ignored(serve: Serve, real_page: str) -> None:
+    output = serve()
+    output.write(real_page)
+    assert get(output, "/metrics?collect[]=io&x=1")[2] == real_page.encode()
+
+
+@pytest.mark.parametrize(
+    ("accept", "gzipped"),
+    [
+        ("gzip", True),
+        ("deflate, gzip;q=0.5", True),
+        ("*", True),
+        ("GZIP ; Q=1", True),
+        ("gzip;q=0", False),
+        ("gzip;q=0.000, *", False),  # gzip refused by name: the wildcard does not bring it back
+        ("*;q=0", False),
+        ("identity", False),
+        ("gzip;q=bogus", False),
+        (None, False),
+    ],
+)
+def test_gzip_when_accept_encoding_allows_it(
+    serve: Serve, real_page: str, accept: str | None, gzipped: bool
+) -> None:
+    output = serve()
+    output.write(real_page)
+    status, headers, body = get(output, **({"Accept-Encoding": accept} if accept else {}))
+    assert status == 200 and headers["vary"] == "Accept-Encoding"
+    assert headers["content-length"] == str(len(body))
+    if gzipped:
+        assert headers["content-encoding"] == "gzip"
+        assert gzip.decompress(body) == real_page.encode() and len(body) < len(real_page)
+    else:
+        assert "content-encoding" not in headers and body == real_page.encode()
+
+
+def test_a_page_is_compressed_once_however_many_scrapes_want_it(
+    serve: Serve, real_page: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    compressed: list[int] = []
+    compress = gzip.compress
+
+    def counting(data: bytes, *args: object, **options: object) -> bytes:
+        compressed.append(len(data))
+        time.sleep(0.1)  # the other scrapes arrive while this one compresses
+        return compress(data, *args, **options)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(gzip, "compress", counting)
+    output = serve()
+    output.write(real_page)
+    bodies: list[bytes] = []
+    scrapers = [
+        threading.Thread(target=lambda: bodies.append(get(output, Accept_Encoding="gzip")[2]))
+        for _ in range(6)
+    ]
+    for thread in scrapers:
+        thread.start()
+    for thread in scrapers:
+        thread.join(10)
+    assert len(bodies) == 6 and all(gzip.decompress(b) == real_page.encode() for b in bodies)
+    assert compressed == [len(real_page.encode())]
+    output.write(real_page[: len(real_page) // 2])
+    get(output, Accept_Encoding="gzip")
+    get(output, Accept_Encoding="gzip")
+    assert len(compressed) == 2, "the new page is compressed once more, and only once"
+
+
+def test_head_the_landing_page_404_and_405(serve: Serve, real_page: str) -> None:
+    output = serve()
+    output.write(real_page)
+    answer = raw(output, b"HEAD /metrics HTTP/1.0\r\n\r\n")
+    head, _, body = answer.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.0 200 ") and body == b""
+    assert f"Content-Length: {len(real_page.encode())}\r\n".encode() in head + b"\r\n"
+    assert f"Content-Type: {CONTENT_TYPE}".encode() in head
+    status, headers, landing = get(output, "/")
+    assert status == 200 and headers["content-type"] == "text/html; charset=utf-8"
+    text = landing.decode()
+    assert "<title>diskprobe</title>" in text and '<a href="/metrics">' in text
+    assert f"version {__version__}" in text
+    for path in ("/metric", "/metrics/", "/favicon.ico"):
+        assert get(output, path)[0] == 404, path
+    for method in ("POST", "PUT", "DELETE", "OPTIONS", "BREW"):
+        status, headers, _ = get(output, "/metrics", method)
+        assert (status, headers["allow"]) == (405, "GET, HEAD"), method
+
+
+# -- clients that hold on ----------------------------------------------------------------------
+
+
+def test_idle_clients_at_the_limit_block_nothing_and_are_dropped_after_the_timeout(
+    serve: Serve, real_page: str
+) -> None:
+    output = serve(client_timeout=SHORT)  # max_clients 8, the default
+    output.write(real_page)
+    holders = [socket.create_connection(output.address, timeout=5) for _ in range(8)]
+    start = time.monotonic()
+    try:
+        wait_for(lambda: client_threads() == 8, 2)
+        page = big_page("x")
+        began = time.monotonic()
+        output.write(page)
+        assert time.monotonic() - began < 0.25, "write() waited for the clients"
+        # One more: told 503 at once (a connection that asks nothing gets the whole answer).
+        with socket.create_connection(output.address, timeout=5) as extra:
+            began = time.monotonic()
+            answer = http.client.HTTPResponse(extra)  # type: ignore[arg-type]
+            answer.begin()
+            assert (answer.status, answer.read()) == (503, b"too many scrapes at once\n")
+            assert time.monotonic() - began < SHORT / 2, "the 9th client waited for a slot"
+        # One more that sends its request: 503 or closed, promptly either way.
+        with socket.create_connection(output.address, timeout=5) as extra:
+            began = time.monotonic()
+            extra.sendall(b"GET /metrics HTTP/1.0\r\n\r\n")
+            received = drain(extra)  # a reset if the request came after the close
+            assert received == b"" or received.startswith(b"HTTP/1.0 503 "), received[:100]
+            assert time.monotonic() - began < SHORT / 2
+        assert client_threads() == 8, "a client over the limit got a thread"
+        for holder in holders:
+            assert holder.recv(100) == b"", "dropped without an answer"
+        dropped_after = time.monotonic() - start
+        assert SHORT * 0.9 <= dropped_after < SHORT + 2
+        wait_for(lambda: client_threads() == 0, 2)
+        assert get(output)[2] == page.encode()
+    finally:
+        for holder in holders:
+            holder.close()
+
+
+def test_a_request_sent_a_byte_at_a_time_gets_client_timeout_in_all(serve: Serve) -> None:
+    output = serve(client_timeout=SHORT)
+    output.write("up 1\n")
+    with socket.create_connection(output.address, timeout=5) as slow:
+        start = time.monotonic()
+        for byte in b"GET /metrics HTTP/1.0\r\nX-Pad: " + b"a" * 100:
+            try:
+                slow.send(bytes([byte]))
+            except OSError:
+                break  # dropped: the connection is closed or reset
+            if time.monotonic() - start > SHORT * 4:
+                break
+            time.sleep(SHORT / 10)  # each byte well inside the timeout
+        wait_for(lambda: client_threads() == 0, SHORT * 3)
+        assert time.monotonic() - start < SHORT * 3, "each byte restarted the clock"
+
+
+def test_a_client_that_never_reads_blocks_neither_writes_nor_scrapes(
+    serve: Serve, real_page: str
+) -> None:
+    timeout = 2.0  # long enough to tell "blocked until the timeout" from "not blocked"
+    output = serve(client_timeout=timeout)
+    output.write(big_page("x"))
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        start = time.monotonic()
+        stuck = [stuck_client(output) for _ in range(3)]
+        time.sleep(0.2)  # the three are in sendall, blocked on full buffers
+        grown = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert grown < BIG // 4, f"{grown} bytes more for 3 slow clients: the page was copied"
+    try:
+        began = time.monotonic()
+        output.write(real_page)
+        assert time.monotonic() - began < 0.5, "write() waited for a slow client"
+        for _ in range(3):
+            status, _, body = get(output)
+            assert (status, body) == (200, real_page.encode())
+        assert time.monotonic() - start < timeout, "the scrapes waited for the stuck clients"
+        wait_for(lambda: client_threads() == 3, 1)  # the scrapes' threads end, theirs do not
+        wait_for(lambda: client_threads() == 0, timeout + 3)
+        assert time.monotonic() - start >= timeout * 0.9, "dropped before client_timeout"
+        for sock in stuck:  # what they got: the start of the old page, cut off
+            received = drain(sock)
+            assert received.startswith(b"HTTP/1.0 200 ") and len(received) < BIG
+            assert received.partition(b"\r\n\r\n")[2].strip(b"x\n") == b""
+    finally:
+        for sock in stuck:
+            sock.close()
+
+
+def test_scrapes_during_writes_get_one_whole_page_each(serve: Serve) -> None:
+    pages = ["A" * 100_000 + "\n", "B" * 300_000 + "\n"]
+    wanted = {page.encode() for page in pages}
+    output = serve()
+    output.write(pages[0])
+    stop = threading.Event()
+
+    def writer() -> None:
+        turn = 0
+        while not stop.is_set():
+            turn += 1
+            output.write(pages[turn % 2])
+
+    bodies: list[bytes] = []
+    problems: list[str] = []
+
+    def scraper(number: int) -> None:
+        for scrape in range(50):
+            zipped = (number + scrape) % 2 == 0
+            status, headers, body = get(output, **({"Accept_Encoding": "gzip"} if zipped else {}))
+            if zipped and headers.get("content-encoding") == "gzip":
+                body = gzip.decompress(body)
+            bodies.append(body)
+            if status != 200 or int(headers["content-length"]) <= 0:
+                problems.append(f"{status} {headers}")
+
+    threads = [threading.Thread(target=writer)]
+    threads += [threading.Thread(target=scraper, args=(n,)) for n in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads[1:]:
+        thread.join(30)
+    stop.set()
+    threads[0].join(5)
+    assert problems == [] and len(bodies) == 200
+    mixed = [body[:20] + b"..." + body[-20:] for body in bodies if body not in wanted]
+    assert mixed == [], f"{len(mixed)} scrapes got no single page"
+    assert {body[:1] for body in bodies} == {b"A", b"B"}, "the writes never overlapped a scrape"
+
+
+def test_close_returns_at_once_and_hangs_up_on_stuck_clients() -> None:
+    output = HttpOutput("127.0.0.1:0", client_timeout=30)
+    output.write(big_page("x"))
+    stuck = [stuck_client(output), socket.create_connection(output.address, timeout=5)]
+    wait_for(lambda: client_threads() == 2, 2)
+    began = time.monotonic()
+    output.close()
+    assert time.monotonic() - began < 1.0
+    wait_for(lambda: client_threads() == 0, 1.0)  # not client_timeout later
+    with pytest.raises(ConnectionRefusedError):
+        socket.create_connection(output.address, timeout=5).close()
+    output.close()  # a second close is harmless
+    for sock in stuck:
+        sock.close()
+
+
+# -- where it listens --------------------------------------------------------------------------
+
+
+def test_an_address_in_use_is_output_failed_naming_it() -> None:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        listen = f"127.0.0.1:{taken.getsockname()[1]}"
+        with pytest.raises(OutputFailed) as failure:
+            HttpOutput(listen)
+    assert str(failure.value) == f"http: cannot listen on {listen}: Address already in use"
+
+
+@pytest.mark.parametrize(
+    ("listen", "reason"),
+    [
+        ("192.0.2.1:0", "Cannot assign requested address"),  # TEST-NET-1: on no interface
+        ("[::1:9100", "expected ADDRESS:PORT"),
+    ],
+)
+def test_an_address_that_cannot_be_listened_on_is_output_failed(listen: str, reason: str) -> None:
+    with pytest.raises(OutputFailed, match=r"^http: cannot listen on ") as failure:
+        HttpOutput(listen)
+    assert listen in str(failure.value) and reason in str(failure.value)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (":9100", ("", 9100)),
+        ("127.0.0.1:9100", ("127.0.0.1", 9100)),
+        ("[::1]:9100", ("::1", 9100)),
+        ("[fe80::1%eth0]:9100", ("fe80::1%eth0", 9100)),
+        ("localhost:9100", ("localhost", 9100)),
+        ("node-1.example.org:65535", ("node-1.example.org", 65535)),
+        (":0", ("", 0)),
+    ],
+)
+def test_parse_listen_reads_address_and_port(text: str, expected: tuple[str, int]) -> None:
+    assert parse_listen(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["host:99999", "nocolon", "", ":abc", ":", "::1:9100", "[::1]", "[]:9100", "[1.2.3.4]:80",
+     "300.1.1.1:9100", "1.2.3:9100", " :9100", ":9100 ", "a b:9100", ":-1", ":+80", ":١٢"],
+)  # fmt: skip
+def test_parse_listen_refuses_malformed_values(text: str) -> None:
+    with pytest.raises(ValueError, match=r"expected ADDRESS:PORT") as failure:
+        parse_listen(text)
+    assert repr(text) in str(failure.value)
+
+
+def test_every_interface_takes_ipv4_and_ipv6_clients() -> None:
+    output = HttpOutput(":0")
+    try:
+        output.write("up 1\n")
+        host, port = output.address
+        if host == "0.0.0.0":
+            pytest.skip("no IPv6 here: ':PORT' listens on IPv4 only")
+        assert host == "::"
+        for address in ("127.0.0.1", "::1"):
+            connection = http.client.HTTPConnection(address, port, timeout=5)
+            connection.request("GET", "/metrics")
+            assert connection.getresponse().read() == b"up 1\n", address
+            connection.close()
+    finally:
+        output.close()
+
+
+def test_localhost_is_listened_on_at_its_ipv4_address() -> None:
+    found = {info[4][0] for info in socket.getaddrinfo("localhost", 0, type=socket.SOCK_STREAM)}
+    if "127.0.0.1" not in found:
+        pytest.skip(f"localhost is {found} here")
+    output = HttpOutput("localhost:0")
+    try:
+        assert output.address[0] == "127.0.0.1"
+    finally:
+        output.close()
+
+
+# -- quiet -------------------------------------------------------------------------------------
+
+
+def test_nothing_reaches_stderr_and_debug_gets_the_requests(
+    serve: Serve, real_page: str, capfd: pytest.CaptureFixture[str]
+) -> None:
+    quiet = serve()  # the default Logger: debug off
+    quiet.write(real_page)
+    stream = io.StringIO()
+    chatty = serve(Logger(stream, debug=True))
+    chatty.write(big_page("x"))
+    for output in (quiet, chatty):
+        assert get(output)[0] == 200
+        # http.server takes one word for an HTTP/0.9 request: the answer is a bare body.
+        assert b"Error code: 400" in raw(output, b"garbage\r\n\r\n")
+        long_line = b"GET /" + b"x" * 70_000 + b" HTTP/1.0\r\n\r\n"
+        assert raw(output, long_line).startswith(b"HTTP/1.0 414 ")
+        assert raw(output, b"GET /\x1b[2J HTTP/1.0\r\n\r\n").startswith(b"HTTP/1.0 404 ")
+        with socket.create_connection(output.address, timeout=5) as rude:
+            # Asks for the page, then resets the connection mid-answer: an exception in the
+            # handler, which must neither end the server nor print a traceback.
+            rude.sendall(b"GET /metrics HTTP/1.0\r\n\r\n")
+            rude.setsockopt(
+                socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00"
+            )
+        wait_for(lambda: client_threads() == 0, 5)
+        assert get(output)[0] == 200, "the server survived"
+    captured = capfd.readouterr()
+    assert (captured.out, captured.err) == ("", "")
+    log = stream.getvalue()
+    assert '"GET /metrics HTTP/1.1" 200' in log and "code 414" in log, log
+    assert "\\x1b[2J" in log and "\x1b" not in log, "a control character reached the log"
+    assert re.search(r"(ConnectionReset|BrokenPipe)Error", log), (
+        "the reset client's exception was not logged at debug"
+    )
