@@ -33,6 +33,8 @@ from typing import Any, Iterator, Sequence
 import pytest
 
 from diskprobe.config import AgentConfig, SmartConfig, load_config_text
+from diskprobe.config.listen import parse_listen
+from diskprobe.config.output import DEFAULT_LISTEN, DEFAULT_PORT
 from diskprobe.config.sample import render_sample_config
 from diskprobe.durations import parse_duration
 from diskprobe.roots import HostRoots
@@ -58,6 +60,7 @@ SUDOERS_REGEX = TELEGRAF / "sudoers.d" / "diskprobe.regex"
 DROP_IN = TELEGRAF / "systemd" / "telegraf.service.d" / "diskprobe.conf"
 SYSTEMD_README = TELEGRAF / "systemd" / "README.md"
 DAEMONSET = TELEGRAF / "kubernetes" / "daemonset.yaml"
+PROMETHEUS_DAEMONSET = TELEGRAF / "kubernetes" / "daemonset-prometheus.yaml"
 DOCKERFILE = TELEGRAF / "Dockerfile"
 DOCKERIGNORE = TELEGRAF / "Dockerfile.dockerignore"
 REGENERATE = "run `python tests/test_deploy_files.py` to regenerate it"
@@ -572,6 +575,58 @@ def test_daemonset_fits_the_kubernetes_schema() -> None:
             validate.validate(document, version, strict=True)  # raises on any error
 
 
+def _prometheus_pod() -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    yaml = _module("yaml", "PyYAML")
+    (document,) = [d for d in yaml.safe_load_all(PROMETHEUS_DAEMONSET.read_text()) if d]
+    assert document["kind"] == "DaemonSet"
+    template = document["spec"]["template"]
+    (container,) = template["spec"]["containers"]
+    return template["metadata"], template["spec"], container
+
+
+def test_prometheus_daemonset_is_scraped_where_diskprobe_listens() -> None:
+    metadata, _, container = _prometheus_pod()
+    annotations = metadata["annotations"]
+    command = container["command"]
+    assert command[0] == "/opt/diskprobe/bin/diskprobe"  # where telegraf/Dockerfile puts it
+    assert _option(command, "--listen") == DEFAULT_LISTEN
+    (port,) = container["ports"]
+    assert port["containerPort"] == DEFAULT_PORT and annotations["prometheus.io/port"] == str(
+        DEFAULT_PORT
+    )
+    assert annotations["prometheus.io/scrape"] == "true"
+    assert annotations["prometheus.io/path"] == "/metrics"
+    assert container["readinessProbe"]["httpGet"] == {"path": "/metrics", "port": port["name"]}
+    config = load_config_text(SAMPLE_TOML.read_text(), "image")  # --config: the image's copy
+    assert _option(command, "--config") == "/etc/diskprobe/diskprobe.toml" and config.io.enabled
+    parse_listen(_option(command, "--listen"))
+
+
+def test_prometheus_daemonset_reads_the_host_as_the_telegraf_one_does() -> None:
+    telegraf_pod, telegraf = _container()
+    _, pod, container = _prometheus_pod()
+    assert container["env"] == [e for e in telegraf["env"] if e["name"].startswith("HOST_")]
+    assert container["securityContext"] == telegraf["securityContext"]
+    assert container["image"] == telegraf["image"]
+    mounts = [m for m in telegraf["volumeMounts"] if m["name"] != "telegraf-config"]
+    assert container["volumeMounts"] == mounts
+    volumes = [v for v in telegraf_pod["volumes"] if "configMap" not in v]
+    assert pod["volumes"] == volumes
+    for key in ("automountServiceAccountToken", "hostPID", "tolerations", "securityContext"):
+        assert pod.get(key) == telegraf_pod.get(key), key
+
+
+def test_prometheus_daemonset_fits_the_kubernetes_schema() -> None:
+    try:
+        validate = importlib.import_module("kubernetes_validate")
+    except ImportError:
+        skip_or_fail("kubernetes-validate is not installed (the test extra has it)")
+    yaml = _module("yaml", "PyYAML")
+    (document,) = [d for d in yaml.safe_load_all(PROMETHEUS_DAEMONSET.read_text()) if d]
+    for version in ("1.25.0", validate.latest_version()):
+        validate.validate(document, version, strict=True)
+
+
 # -- Docker -----------------------------------------------------------------------------------
 
 
@@ -671,8 +726,11 @@ def test_dockerfile_copies_are_enough_to_pip_install_diskprobe(tmp_path: Path) -
 
 def test_every_repository_path_the_deployment_files_name_exists() -> None:
     named = set()
-    ours = [p for p in TELEGRAF.rglob("*") if p.is_file() and "collectd" not in p.parts
-            and p.name != "prometheus.md"]  # other helpers' files
+    ours = [
+        p
+        for p in TELEGRAF.rglob("*")
+        if p.is_file() and "collectd" not in p.parts and p.name != "prometheus.md"
+    ]  # other helpers' files
     for path in ours:
         text = path.read_text()
         named |= set(re.findall(r"(?<![\w/.-])((?:telegraf|tests|plugin)/[\w./-]*\w)", text))
