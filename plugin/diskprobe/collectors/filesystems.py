@@ -26,7 +26,7 @@ UNRESPONSIVE_ERRNOS = frozenset(
      errno.ETIMEDOUT, errno.ECONNREFUSED}
 )  # fmt: skip
 STATE_SECTION = "fs_forecast"
-# Points stored over all forecast windows: ~28 MB of RAM and ~6 MB of state file at most.
+# Points stored over all forecast windows: ~20 MB of RAM and ~6.5 MB of state file at most.
 # Up to 277 mounts every series keeps ForecastWindow.MAX_POINTS (one per minute of a 6 h
 # window); beyond that each keeps fewer, further apart (2,000 mounts: 50, one per 7 min).
 # Full windows for every mount cost 90 kB each: 183 MiB at 2,000 mounts, and a state file
