@@ -28,6 +28,7 @@ import pytest
 
 from diskprobe.roots import HostRoots
 from diskprobe.sources import statfs_worker
+from diskprobe.sources.latch import Latch
 from diskprobe.sources.mount_watch import MountWatch
 from diskprobe.sources.mountinfo import read_mountinfo
 from diskprobe.sources.statfs import StatCall, WorkerStatfs, _Helper
@@ -157,6 +158,7 @@ CHILD = """
 import json, os, subprocess, sys, tempfile, time
 from diskprobe.roots import HostRoots
 from diskprobe.sources import mount_watch
+from diskprobe.sources.latch import Latch
 from diskprobe.sources.mount_watch import MountWatch
 now = [0.0]
 watch = MountWatch(HostRoots(), clock=lambda: now[0])
@@ -208,3 +210,24 @@ def test_a_malformed_answer_fails_only_its_own_call() -> None:
     for bad in (1, 3):
         result = calls[bad].result
         assert isinstance(result, OSError) and "malformed answer" in str(result), result
+
+
+def test_the_latch_is_an_event_set_once_however_many_set_or_wait() -> None:
+    # StatCall.done: set by whichever thread finishes the call (the helper's reader, or the
+    # writer failing the request), waited for by probe() with a deadline.
+    latch = Latch()
+    started = time.monotonic()
+    assert not latch.wait(0.05) and not latch.is_set()
+    assert 0.04 <= time.monotonic() - started < 5
+    woken: list[bool] = []
+    waiters = [threading.Thread(target=lambda: woken.append(latch.wait(60))) for _ in range(8)]
+    setters = [threading.Thread(target=latch.set) for _ in range(8)]  # all at once: no raise
+    for thread in waiters + setters:
+        thread.start()
+    deadline = time.monotonic() + 10  # every waiter wakes, not just the first
+    for thread in waiters + setters:
+        thread.join(max(0.0, deadline - time.monotonic()))
+    assert not any(thread.is_alive() for thread in waiters + setters)
+    assert woken == [True] * 8 and latch.is_set() and latch.wait(0) and latch.wait()
+    latch.set()  # once more, later: still no error
+    assert latch.wait(0)

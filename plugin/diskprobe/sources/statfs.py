@@ -27,13 +27,15 @@ import time
 from dataclasses import dataclass, field
 from typing import IO, Any, Callable, Protocol, Sequence, Union
 
+from diskprobe.sources.latch import Latch
+
 StatResult = Union[os.statvfs_result, OSError]
 WORKER_START_TIMEOUT = 10.0
 
 
 @dataclass
 class StatCall:
-    done: threading.Event = field(default_factory=threading.Event)
+    done: Latch = field(default_factory=Latch)
     result: StatResult | None = None
 
     def finish(self, result: StatResult) -> None:
