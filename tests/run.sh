@@ -31,7 +31,11 @@ VENV="${DISKPROBE_VENV:-.venv}"
 # The training-job callbacks run real fits: Keras 3 on the CPU PyTorch backend, and Lightning.
 # torch is pinned so pip takes this machine's local CPU wheel and Lightning cannot swap it.
 echo "torch==2.13.0" > "$VENV/torch-constraint.txt"
-"$VENV/bin/python" -m pip install -q -c "$VENV/torch-constraint.txt" torch==2.13.0 keras lightning
+# skip_summaries writes real TensorBoard event files: Keras 3's TensorBoard callback needs
+# TensorFlow's summary writer on every backend (the CPU build is enough), Lightning's
+# TensorBoardLogger the tensorboard package.
+"$VENV/bin/python" -m pip install -q -c "$VENV/torch-constraint.txt" torch==2.13.0 keras lightning \
+    tensorflow-cpu==2.21.0 tensorboard==2.21.0
 export KERAS_BACKEND=torch
 
 "$VENV/bin/ruff" check plugin tests dashboards

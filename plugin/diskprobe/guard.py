@@ -3,6 +3,7 @@
     guard = DiskGuard(["/data/checkpoints"], min_free_bytes="20GB", min_hours_to_full=2)
     status = guard.check()  # cached for check_every seconds: cheap enough for every batch
     if not status.ok: print(status.reasons)
+    cache = "/data/cache" if guard.allows("the disk cache") else None  # one call, logs changes
 
 Same numbers as the plugin's diskprobe_fs (df's Avail and Use%, hang-proof statfs, the
 upper-envelope fill-rate forecast) from an in-process FilesystemsCollector; the forecast
@@ -11,6 +12,7 @@ window lives in memory, or in `state_file` to survive restarts. Imports no ML fr
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import time
@@ -29,6 +31,7 @@ from diskprobe.sources.statfs import StatfsProber
 from diskprobe.state import StateStore
 
 __all__ = ["DiskGuard", "GuardStatus", "PathStatus", "format_size", "parse_size"]
+logger = logging.getLogger(__name__)  # "diskprobe.guard": allows() and the callbacks log here
 
 Size = Union[int, float, str]
 Duration = Union[int, float, str]
@@ -157,6 +160,7 @@ class DiskGuard:
             prober=prober, targets=lambda: self._targets,
         )  # fmt: skip
         self._wall = wall
+        self._low: dict[str, bool] = {}  # allows(what): whether space was low at its last call
 
     def check(self, force: bool = False) -> GuardStatus:
         """The status, measured afresh at most once per check_every seconds."""
@@ -166,6 +170,17 @@ class DiskGuard:
         status = self._measure()
         self._last = (now, status)
         return status
+
+    def allows(self, what: str) -> bool:
+        """check().ok in one call for a plain loop that writes `what` only while there is room;
+        logs (logger "diskprobe.guard") once when space runs low and once when it recovers:
+
+            cache = "/data/cache" if guard.allows("the disk cache") else None  # None: in memory
+        """
+        low = note_transition(self.check(), self._low.get(what, False), ", ".join(self.paths),
+                              f"pausing {what}", f"resuming {what}")  # fmt: skip
+        self._low[what] = low
+        return not low
 
     def close(self) -> None:
         """Save the forecast window (with state_file) and stop the statfs helper."""
@@ -218,6 +233,17 @@ class DiskGuard:
             reasons.append(f"{path}: full in {ttf / 3600:.2f} h at {speed}/s, below {hours:g} h")
         return PathStatus(path, point, not reasons, avail, got.get("total_bytes"), used_percent,
                           rate, ttf, tuple(reasons))  # fmt: skip
+
+
+def note_transition(status: GuardStatus, low: bool, where: str, doing: str, resuming: str) -> bool:
+    """Logs when space runs low (with the reasons) or recovers; returns whether it is low now."""
+    if not status.ok and not low:
+        logger.warning("diskprobe: low disk space at %s (%s); %s",
+                       where, "; ".join(status.reasons), doing)  # fmt: skip
+    elif status.ok and low:
+        logger.warning("diskprobe: disk space is sufficient again at %s%s",
+                       where, f"; {resuming}" if resuming else "")  # fmt: skip
+    return not status.ok
 
 
 def _seconds(value: Duration) -> float:

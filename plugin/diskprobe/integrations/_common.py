@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
-import logging
+from diskprobe.guard import GuardStatus, note_transition
 
-from diskprobe.guard import GuardStatus
-
-ACTIONS = ("stop", "skip_checkpoints", "warn")
-logger = logging.getLogger("diskprobe.guard")
+# Each action: what the job does while space is low, and what resumes once it recovers.
+_WORDING = {
+    "stop": ("stopping training", ""),
+    "skip_checkpoints": ("skipping checkpoints", "writing checkpoints again"),
+    "skip_summaries": ("skipping summaries", "writing summaries again"),
+    "warn": ("continuing", ""),
+}
+ACTIONS = tuple(_WORDING)
 
 
 def check_action(action: str) -> str:
@@ -23,11 +27,5 @@ class Transitions:
         self.low = False
 
     def note(self, status: GuardStatus, action: str, where: str) -> None:
-        if not status.ok and not self.low:
-            what = {"stop": "stopping training", "skip_checkpoints": "skipping checkpoints",
-                    "warn": "continuing"}[action]  # fmt: skip
-            logger.warning("diskprobe: low disk space at %s (%s); %s",
-                           where, "; ".join(status.reasons), what)  # fmt: skip
-        elif status.ok and self.low:
-            logger.warning("diskprobe: disk space is sufficient again at %s", where)
-        self.low = not status.ok
+        doing, resuming = _WORDING[action]
+        self.low = note_transition(status, self.low, where, doing, resuming)

@@ -1,8 +1,11 @@
-"""DiskGuardCallback for Keras 3 (any backend) and tf.keras: stop, skip checkpoints or warn.
+"""DiskGuardCallback for Keras 3 (any backend) and tf.keras: stop, skip checkpoints or
+summaries, or warn.
 
     guard = DiskGuard("/data/ckpt", min_free_bytes="20GB")
     checkpoint = keras.callbacks.ModelCheckpoint("/data/ckpt/{epoch:03d}.weights.h5", ...)
     model.fit(..., callbacks=[DiskGuardCallback(guard, "skip_checkpoints", checkpoint=checkpoint)])
+    board = keras.callbacks.TensorBoard("/data/logs")
+    model.fit(..., callbacks=[DiskGuardCallback(guard, "skip_summaries", tensorboard=board)])
 
 Importing this module imports keras (or tensorflow.keras when Keras 3 is not installed).
 """
@@ -12,8 +15,8 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from diskprobe.guard import DiskGuard, GuardStatus
-from diskprobe.integrations._common import Transitions, check_action, logger
+from diskprobe.guard import DiskGuard, GuardStatus, logger
+from diskprobe.integrations._common import Transitions, check_action
 
 
 def _import_keras() -> Any:
@@ -27,15 +30,20 @@ def _import_keras() -> Any:
 keras = _import_keras()
 _Callback: Any = keras.callbacks.Callback
 
-_SAVING_HOOKS = ("on_epoch_end", "on_train_batch_end", "on_batch_end")
+# The hooks in which ModelCheckpoint saves and TensorBoard writes its summaries.
+_WRITING_HOOKS = ("on_epoch_end", "on_train_batch_end")
 
 
 class DiskGuardCallback(_Callback):  # type: ignore[misc]
     """Checks `guard` at each epoch end (and every `every_n_batches` batches if given).
 
     action="stop": sets model.stop_training (Keras ends the epoch's loop after that batch).
-    action="skip_checkpoints": `checkpoint` (a ModelCheckpoint, or any callback) gets every
-    event, but its saving events (epoch end, batch end) only while the guard is ok.
+    action="skip_checkpoints" / "skip_summaries": the wrapped `checkpoint` (a ModelCheckpoint)
+    or `tensorboard` (a TensorBoard; either may be any callback) gets every event, but its
+    writing ones (epoch end, batch end, a validation pass) only while the last check was ok;
+    an epoch end's check comes first, and a validation pass (before it) follows the previous
+    check. Train begin and end always pass: TensorBoard opens and closes its writers there
+    (and writes the model graph when the fit starts, before any check).
     action="warn": only logs (logger "diskprobe.guard", once per change).
     """
 
@@ -45,18 +53,26 @@ class DiskGuardCallback(_Callback):  # type: ignore[misc]
         action: str = "stop",
         *,
         checkpoint: Any = None,
+        tensorboard: Any = None,
         every_n_batches: int | None = None,
     ) -> None:
         super().__init__()
         self.guard = guard
         self.action = check_action(action)
+        if checkpoint is not None and tensorboard is not None:
+            raise ValueError("pass checkpoint= or tensorboard=: one DiskGuardCallback for each")
         if action == "skip_checkpoints" and checkpoint is None:
             raise ValueError('action="skip_checkpoints" needs checkpoint=ModelCheckpoint(...)')
+        if action == "skip_summaries" and tensorboard is None:
+            raise ValueError('action="skip_summaries" needs tensorboard=TensorBoard(...)')
         self.checkpoint = checkpoint
+        self.tensorboard = tensorboard
+        self._wrapped = checkpoint if checkpoint is not None else tensorboard
         self.every_n_batches = every_n_batches
-        self.skipped = 0  # checkpoint saves skipped so far
+        self.skipped = 0  # epoch ends whose checkpoint or summaries were skipped so far
         self.last_status: GuardStatus | None = None
         self._transitions = Transitions()
+        self._skipping_validation = False
 
     def _check(self, where: str) -> GuardStatus:
         status = self.guard.check()
@@ -67,25 +83,37 @@ class DiskGuardCallback(_Callback):  # type: ignore[misc]
         return status
 
     def _forward(self, hook: str, *args: Any) -> None:
-        if self.checkpoint is None:
+        if self._wrapped is None:
             return
-        if hook in _SAVING_HOOKS and self.last_status is not None and not self.last_status.ok:
+        low = self.last_status is not None and not self.last_status.ok
+        if hook.startswith("on_test_"):
+            # A validation pass goes through whole or not at all: TensorBoard pushes its
+            # validation writer at the pass's begin and pops it at its end.
+            if hook == "on_test_begin":
+                self._skipping_validation = low
+            if self._skipping_validation:
+                return
+        elif hook in _WRITING_HOOKS and low:
             if hook == "on_epoch_end":
-                self.skipped += 1
-                logger.info("diskprobe: checkpoint of epoch %s skipped: %s",
-                            args[0] + 1, "; ".join(self.last_status.reasons))  # fmt: skip
+                self._note_skip(args[0])
             return
-        getattr(self.checkpoint, hook)(*args)
+        getattr(self._wrapped, hook)(*args)
+
+    def _note_skip(self, epoch: int) -> None:
+        self.skipped += 1
+        what = "checkpoint" if self._wrapped is self.checkpoint else "summaries"
+        reasons = self.last_status.reasons if self.last_status is not None else ()
+        logger.info("diskprobe: %s of epoch %s skipped: %s", what, epoch + 1, "; ".join(reasons))
 
     def set_model(self, model: Any) -> None:
         super().set_model(model)
-        if self.checkpoint is not None:
-            self.checkpoint.set_model(model)
+        if self._wrapped is not None:
+            self._wrapped.set_model(model)
 
     def set_params(self, params: Any) -> None:
         super().set_params(params)
-        if self.checkpoint is not None:
-            self.checkpoint.set_params(params)
+        if self._wrapped is not None:
+            self._wrapped.set_params(params)
 
     def on_train_begin(self, logs: Any = None) -> None:
         self._forward("on_train_begin", logs)
@@ -107,3 +135,15 @@ class DiskGuardCallback(_Callback):  # type: ignore[misc]
         if self.every_n_batches and (batch + 1) % self.every_n_batches == 0:
             self._check(f"batch {batch + 1}")
         self._forward("on_train_batch_end", batch, logs)
+
+    def on_test_begin(self, logs: Any = None) -> None:
+        self._forward("on_test_begin", logs)
+
+    def on_test_end(self, logs: Any = None) -> None:
+        self._forward("on_test_end", logs)
+
+    def on_test_batch_begin(self, batch: int, logs: Any = None) -> None:
+        self._forward("on_test_batch_begin", batch, logs)
+
+    def on_test_batch_end(self, batch: int, logs: Any = None) -> None:
+        self._forward("on_test_batch_end", batch, logs)

@@ -1,4 +1,5 @@
-"""DiskGuardCallback for PyTorch Lightning 2.x: stop the fit (trainer.should_stop) or warn.
+"""DiskGuardCallback for PyTorch Lightning 2.x: stop the fit (trainer.should_stop), skip the
+loggers' summaries, or warn.
 
     guard = DiskGuard("/data/ckpt", min_free_bytes="20GB")
     trainer = lightning.pytorch.Trainer(callbacks=[DiskGuardCallback(guard)], ...)
@@ -24,12 +25,24 @@ def _import_lightning() -> Any:
 
 _Callback: Any = _import_lightning().Callback
 
+# The Logger methods that write (finalize, which closes the event file, is not one of them).
+_WRITING_METHODS = ("log_metrics", "log_hyperparams", "log_graph", "save")
+
+
+def _skip(*_args: Any, **_kwargs: Any) -> None:
+    """What a paused logger's writing methods do."""
+
 
 class DiskGuardCallback(_Callback):  # type: ignore[misc]
     """Checks `guard` at each training epoch end (and every `every_n_batches` batches).
 
     action="stop": trainer.should_stop = True (Lightning stops after the current step or
     epoch, honouring min_epochs/min_steps). action="warn": only logs (once per change).
+    action="skip_summaries": while space is low, every logger in trainer.loggers (TensorBoard,
+    CSV, any Logger) skips log_metrics, log_hyperparams, log_graph and save; the check comes
+    before Lightning logs that epoch's (or batch's) metrics. Only those methods are shadowed,
+    on the logger objects: trainer.logger, `self.logger.experiment` and finalize stay as they
+    are, and the shadows are removed when space recovers, and when the fit ends or fails.
     For skipping checkpoints, put the guard in the checkpoint's hands instead: Lightning's
     ModelCheckpoint is found by type by the Trainer, so it cannot be wrapped transparently.
     """
@@ -39,12 +52,15 @@ class DiskGuardCallback(_Callback):  # type: ignore[misc]
     ) -> None:
         super().__init__()
         if check_action(action) == "skip_checkpoints":
-            raise ValueError('Lightning supports action="stop" or "warn"')
+            raise ValueError('Lightning supports action="stop", "skip_summaries" or "warn"')
         self.guard = guard
         self.action = action
         self.every_n_batches = every_n_batches
+        self.skipped = 0  # log_metrics calls skipped so far (action="skip_summaries")
         self.last_status: GuardStatus | None = None
         self._transitions = Transitions()
+        # Each paused logger, with the writing methods it had set on itself (restored as such).
+        self._paused: list[tuple[Any, dict[str, Any]]] = []
 
     def _check(self, trainer: Any, where: str) -> None:
         status = self.guard.check()
@@ -52,6 +68,31 @@ class DiskGuardCallback(_Callback):  # type: ignore[misc]
         self._transitions.note(status, self.action, where)
         if not status.ok and self.action == "stop":
             trainer.should_stop = True
+        if self.action == "skip_summaries" and not status.ok:
+            self._pause(trainer.loggers)
+        elif self.action == "skip_summaries":
+            self._resume()
+
+    def _pause(self, loggers: Any) -> None:
+        if self._paused:
+            return
+        for logger in loggers:
+            own = {name: vars(logger)[name] for name in _WRITING_METHODS if name in vars(logger)}
+            self._paused.append((logger, own))
+            for name in _WRITING_METHODS:
+                setattr(logger, name, self._skip_metrics if name == "log_metrics" else _skip)
+
+    def _resume(self) -> None:
+        for logger, own in self._paused:
+            for name in _WRITING_METHODS:
+                if name in own:
+                    setattr(logger, name, own[name])
+                else:
+                    delattr(logger, name)  # the class's method shows through again
+        self._paused = []
+
+    def _skip_metrics(self, *_args: Any, **_kwargs: Any) -> None:
+        self.skipped += 1
 
     def on_train_epoch_end(self, trainer: Any, pl_module: Any) -> None:
         self._check(trainer, f"end of epoch {trainer.current_epoch + 1}")
@@ -61,3 +102,9 @@ class DiskGuardCallback(_Callback):  # type: ignore[misc]
     ) -> None:
         if self.every_n_batches and (batch_idx + 1) % self.every_n_batches == 0:
             self._check(trainer, f"batch {batch_idx + 1}")
+
+    def teardown(self, trainer: Any, pl_module: Any, stage: str) -> None:
+        self._resume()  # before Lightning's logger.finalize("success"), which closes the file
+
+    def on_exception(self, trainer: Any, pl_module: Any, exception: BaseException) -> None:
+        self._resume()
