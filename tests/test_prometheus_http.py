@@ -11,16 +11,18 @@ import gzip
 import json
 import shutil
 import socket
+import ssl
 import subprocess
 import time
 import urllib.parse
 import urllib.request
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import pytest
 from prometheus_client.samples import Sample
 
+from test_http_auth_tls import Pki, basic, make_hash
 from test_prometheus import _config, _diskprobe, _env, _free_port, parse_strict
 
 from ci import skip_or_fail
@@ -51,19 +53,20 @@ def _wait(what: str, check: Any, timeout: float = 30.0) -> Any:
         time.sleep(0.2)
 
 
-@pytest.fixture
-def diskprobe_http(tmp_path: Path) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
-    """(the /metrics URL, the process) of `diskprobe --listen 127.0.0.1:PORT`."""
-    port = _free_port()
+@contextlib.contextmanager
+def _running_diskprobe(
+    tmp_path: Path, extra: list[str], ready: Callable[[str], bool]
+) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """(host:port, the process) of `diskprobe --listen 127.0.0.1:PORT *extra`, once ready."""
+    target = f"127.0.0.1:{_free_port()}"
     probe = subprocess.Popen(
-        [*_diskprobe(), "--config", str(_config(tmp_path, INTERVAL)),
-         "--listen", f"127.0.0.1:{port}"],
+        [*_diskprobe(), "--config", str(_config(tmp_path, INTERVAL)), "--listen", target,
+         *extra],
         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env(),
     )  # fmt: skip
-    url = f"http://127.0.0.1:{port}/metrics"
     try:
-        _wait("diskprobe's first batch", lambda: _get(url)[0] == 200)
-        yield url, probe
+        _wait("diskprobe's first batch", lambda: ready(target))
+        yield target, probe
     finally:
         probe.terminate()
         with contextlib.suppress(subprocess.TimeoutExpired):
@@ -71,18 +74,15 @@ def diskprobe_http(tmp_path: Path) -> Iterator[tuple[str, subprocess.Popen[bytes
         probe.kill()
 
 
-@pytest.fixture
-def prometheus(tmp_path: Path, diskprobe_http: tuple[str, Any]) -> Iterator[str]:
-    """The API URL of a Prometheus server scraping diskprobe every second."""
+@contextlib.contextmanager
+def _running_prometheus(tmp_path: Path, jobs: str) -> Iterator[str]:
+    """The API URL of a Prometheus server scraping every second with `jobs` (YAML)."""
     binary = shutil.which(PROMETHEUS)
     if binary is None:
         skip_or_fail(f"{PROMETHEUS} is not installed (apt-get install -y prometheus)")
-    target = urllib.parse.urlsplit(diskprobe_http[0]).netloc
     config = tmp_path / "prometheus.yml"
     config.write_text(
-        "global: {scrape_interval: 1s, scrape_timeout: 1s}\n"
-        "scrape_configs:\n"
-        f"  - job_name: diskprobe\n    static_configs: [{{targets: ['{target}']}}]\n"
+        f"global: {{scrape_interval: 1s, scrape_timeout: 1s}}\nscrape_configs:\n{jobs}"
     )
     port = _free_port()
     log = (tmp_path / "prometheus.log").open("wb")
@@ -91,16 +91,32 @@ def prometheus(tmp_path: Path, diskprobe_http: tuple[str, Any]) -> Iterator[str]
          f"--web.listen-address=127.0.0.1:{port}"],
         stdout=log, stderr=subprocess.STDOUT,
     )  # fmt: skip
-    api = f"http://127.0.0.1:{port}/api/v1"
     try:
         _wait("Prometheus to start", lambda: _get(f"http://127.0.0.1:{port}/-/ready")[0] == 200)
-        yield api
+        yield f"http://127.0.0.1:{port}/api/v1"
     finally:
         server.terminate()
         with contextlib.suppress(subprocess.TimeoutExpired):
             server.wait(20)
         server.kill()
         log.close()
+
+
+@pytest.fixture
+def diskprobe_http(tmp_path: Path) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """(the /metrics URL, the process) of `diskprobe --listen 127.0.0.1:PORT`."""
+    ready = lambda target: _get(f"http://{target}/metrics")[0] == 200  # noqa: E731
+    with _running_diskprobe(tmp_path, [], ready) as (target, probe):
+        yield f"http://{target}/metrics", probe
+
+
+@pytest.fixture
+def prometheus(tmp_path: Path, diskprobe_http: tuple[str, Any]) -> Iterator[str]:
+    """The API URL of a Prometheus server scraping diskprobe every second."""
+    target = urllib.parse.urlsplit(diskprobe_http[0]).netloc
+    job = f"  - job_name: diskprobe\n    static_configs: [{{targets: ['{target}']}}]\n"
+    with _running_prometheus(tmp_path, job) as api:
+        yield api
 
 
 def _query(api: str, promql: str) -> list[dict[str, Any]]:
@@ -174,8 +190,20 @@ def test_the_served_page_passes_promtool_and_gzip_is_the_same_page(
         (["--listen", "300.1.1.1:9100"], "300.1.1.1"),
         (["--listen", "127.0.0.1:0", "--format", "influx"], 'serves format = "prometheus" only'),
         (["--output", "http", "--format", "prometheus"], None),  # the default listen is valid
+        (["--listen", ":0", "--web.config.file", "/nonexistent/web.yml"], "/nonexistent/web.yml"),
+        (["--web.config.file", "/etc/hostname"], 'web_config_file is for kind = "http" only'),
+        (["--listen", ":0", "--web.config.file", "/etc/hostname"], "/etc/hostname:1:"),
     ],
-    ids=["no-port", "port-range", "bad-ipv4", "wrong-format", "default"],
+    ids=[
+        "no-port",
+        "port-range",
+        "bad-ipv4",
+        "wrong-format",
+        "default",
+        "web-missing",
+        "web-without-http",
+        "web-not-yaml",
+    ],
 )
 def test_a_bad_listen_or_format_is_one_config_error_at_start(
     tmp_path: Path, arguments: list[str], expected: str | None
@@ -208,3 +236,52 @@ def test_a_port_in_use_is_one_error_and_exit_1(tmp_path: Path) -> None:
     assert errors == [f"E! http: cannot listen on 127.0.0.1:{port}: Address already in use; "
                       "exiting"], done.stderr  # fmt: skip
     assert "Traceback" not in done.stderr
+
+
+@pytest.mark.slow
+def test_prometheus_scrapes_over_tls_with_basic_auth_and_a_wrong_password_is_refused(
+    tmp_path: Path,
+) -> None:
+    """--web.config.file as node_exporter's: Prometheus verifies diskprobe's certificate
+    against the CA and sends basic auth; the job with a wrong password gets 401 (up 0)."""
+    pki = Pki(tmp_path)
+    web = tmp_path / "web.yml"
+    web.write_text(
+        f"tls_server_config:\n  cert_file: {pki.server_cert}\n  key_file: {pki.server_key}\n"
+        f"basic_auth_users:\n  prom: {make_hash(b'scrape-secret')}\n"
+        "http_server_config:\n  headers:\n    X-Content-Type-Options: nosniff\n"
+    )
+    context = ssl.create_default_context(cafile=pki.ca)
+
+    def get(target: str, password: bytes | None) -> tuple[int, dict[str, str], bytes]:
+        headers = {"Authorization": basic(b"prom", password)} if password else {}
+        request = urllib.request.Request(f"https://{target}/metrics", headers=headers)
+        try:
+            with urllib.request.urlopen(request, timeout=10, context=context) as response:
+                return response.status, dict(response.headers), response.read()
+        except urllib.error.HTTPError as error:
+            return error.code, dict(error.headers), error.read()
+
+    ready = lambda target: get(target, b"scrape-secret")[0] == 200  # noqa: E731
+    extra = ["--web.config.file", str(web)]
+    with _running_diskprobe(tmp_path, extra, ready) as (target, probe):
+        status, headers, _ = get(target, None)
+        assert status == 401 and headers["WWW-Authenticate"] == "Basic", headers
+        assert headers["X-Content-Type-Options"] == "nosniff"
+        assert get(target, b"wrong")[0] == 401
+        with pytest.raises(OSError):  # plain HTTP on the TLS port: no answer, a reset
+            urllib.request.urlopen(f"http://{target}/metrics", timeout=5).read()
+        tls = f"    scheme: https\n    tls_config: {{ca_file: '{pki.ca}'}}\n"
+        jobs = "".join(
+            f"  - job_name: {job}\n{tls}    basic_auth: {{username: prom, password: '{word}'}}\n"
+            f"    static_configs: [{{targets: ['{target}']}}]\n"
+            for job, word in (("diskprobe", "scrape-secret"), ("intruder", "guess"))
+        )
+        with _running_prometheus(tmp_path, jobs) as api:
+            up = lambda: {r["metric"]["job"]: r["value"][1] for r in _query(api, "up")}  # noqa: E731
+            _wait("both jobs scraped", lambda: len(up()) == 2)
+            _wait("up == 1 for the right password", lambda: up()["diskprobe"] == "1")
+            assert up()["intruder"] == "0"
+            stored = _query(api, 'diskprobe_io_reads_total{job="diskprobe"}')
+            assert stored and not _query(api, '{job="intruder", __name__=~"diskprobe_.+"}')
+        assert probe.poll() is None

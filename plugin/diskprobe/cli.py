@@ -51,6 +51,12 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--output", choices=OUTPUT_KINDS, help="where batches go")
     parser.add_argument("--listen", metavar="ADDRESS:PORT",
                         help="serve /metrics there for Prometheus (--output http)")
+    parser.add_argument(
+        "--web.config.file",
+        dest="web_config_file",
+        metavar="FILE",
+        help="TLS and basic auth for --listen (exporter toolkit format, as node_exporter)",
+    )
     parser.add_argument("--url", help="InfluxDB URL (--output influxdb)")
     parser.add_argument("--org", help="InfluxDB organization")
     parser.add_argument("--bucket", help='InfluxDB bucket (1.8: "db/rp")')
@@ -73,6 +79,7 @@ def _load(args: argparse.Namespace, log: Logger | None = None) -> AgentConfig:
              ("--trigger", "trigger", args.trigger), ("--debug", "debug", args.debug),
              ("--listen", "output.format", served), ("--listen", "output.kind", http),
              ("--listen", "output.listen", args.listen),
+             ("--web.config.file", "output.web_config_file", args.web_config_file),
              ("--format", "output.format", args.format), ("--textfile", "output.kind", textfile),
              ("--textfile", "output.path", args.textfile), ("--output", "output.kind", args.output),
              ("--url", "output.url", args.url), ("--org", "output.org", args.org),

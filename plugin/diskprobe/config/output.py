@@ -54,6 +54,12 @@ class OutputConfig:
         f"every interface. {DEFAULT_PORT} is outside the range of Prometheus' default exporter "
         "ports. A scrape never triggers a collection: it gets the last complete batch.",
     )
+    web_config_file: str = option(
+        "",
+        'kind = "http": TLS and basic auth from a web configuration file in the exporter '
+        "toolkit's format (node_exporter's --web.config.file: tls_server_config, "
+        "basic_auth_users, http_server_config.headers); read at start. Empty: plain HTTP.",
+    )
     url: str = option(
         "",
         'InfluxDB URL: http or https, a host and an optional port, e.g. "http://influxdb:8086".',

@@ -9,6 +9,7 @@ from diskprobe.config.errors import ConfigError
 from diskprobe.config.file import read_token_file
 from diskprobe.config.listen import parse_listen
 from diskprobe.config.output import OutputConfig
+from diskprobe.config.web_config import load_web_config
 
 
 def check_output(output: OutputConfig, where: str) -> None:
@@ -25,8 +26,13 @@ def check_output(output: OutputConfig, where: str) -> None:
                               f'only, not format = "{output.format}"')  # fmt: skip
         try:
             parse_listen(output.listen)
+            if output.web_config_file:
+                load_web_config(output.web_config_file)  # loaded again when the output opens
         except ValueError as error:
             raise ConfigError(f"{where}[output] {error}") from None
+    elif output.web_config_file:
+        raise ConfigError(f'{where}[output] web_config_file is for kind = "http" only, '
+                          f'not kind = "{output.kind}"')  # fmt: skip
     if output.kind == "influxdb":
         missing = [name for name in ("url", "bucket") if not getattr(output, name)]
         if missing:

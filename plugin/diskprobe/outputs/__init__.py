@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Callable
 
 from diskprobe.config.output import OutputConfig
+from diskprobe.config.web_config import load_web_config
 from diskprobe.log import Logger
 from diskprobe.outputs.base import Output as Output
 from diskprobe.outputs.base import OutputClosed as OutputClosed
@@ -31,7 +32,9 @@ def open_output(config: OutputConfig, log: Logger, stopping: Callable[[], bool])
     if config.kind == "influxdb":
         return InfluxDBOutput(config, log)
     if config.kind == "http":
-        return HttpOutput(config.listen, log)
+        source = config.web_config_file
+        web = load_web_config(source) if source else None  # checked at load: it parsed then
+        return HttpOutput(config.listen, log, web=web, web_source=source)
     if config.kind == "textfile":
         return TextfileOutput(config.path, log)
     return StreamOutput(STDOUT_FD, stopping=stopping)

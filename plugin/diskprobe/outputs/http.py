@@ -13,18 +13,39 @@ import socket
 import threading
 
 from diskprobe.config.listen import parse_listen
+from diskprobe.config.web_config import WebConfig
 from diskprobe.log import Logger
 from diskprobe.outputs.base import OutputFailed
-from diskprobe.outputs.http_server import Page, ScrapeServer
+from diskprobe.outputs.http_auth import BasicAuth, bcrypt_problem
+from diskprobe.outputs.http_page import Page
+from diskprobe.outputs.http_server import ScrapeServer, Security
+from diskprobe.outputs.http_tls import server_context
 
 __all__ = ["HttpOutput", "parse_listen"]
 STOP_POLL_SEC = 0.2  # how soon close() returns: the accepting loop looks for a stop this often
 
 
-def bind(host: str, port: int, log: Logger, max_clients: int, timeout: float) -> ScrapeServer:
+def security(web: WebConfig | None, source: str) -> Security:
+    """TLS, basic auth and headers from a loaded web config (`source`: its file, for the
+    message); OutputFailed, one line, if this system cannot serve them."""
+    if web is None:
+        return Security()
+    problem = bcrypt_problem() if web.users else None
+    if problem is not None:
+        raise OutputFailed(f"http: {source}: basic_auth_users: {problem}")
+    try:
+        tls = server_context(web.tls) if web.tls is not None else None
+    except ValueError as error:
+        raise OutputFailed(f"http: {source}: {error}") from None
+    return Security(tls, BasicAuth(web.users) if web.users else None, web.headers)
+
+
+def bind(
+    host: str, port: int, log: Logger, max_clients: int, timeout: float, secure: Security
+) -> ScrapeServer:
     """A server listening on (host, port) as parse_listen gives them; OSError if it cannot."""
     server = functools.partial(
-        ScrapeServer, log=log, max_clients=max_clients, client_timeout=timeout
+        ScrapeServer, log=log, max_clients=max_clients, client_timeout=timeout, security=secure
     )
     if host == "":
         try:  # every interface: one IPv6 socket takes IPv4 too, where there is IPv6
@@ -41,10 +62,12 @@ def bind(host: str, port: int, log: Logger, max_clients: int, timeout: float) ->
 
 
 class HttpOutput:
-    """Serves the last batch written at http://LISTEN/metrics; OutputFailed if it cannot listen.
+    """Serves the last batch written at http(s)://LISTEN/metrics; OutputFailed if it cannot
+    listen, or cannot serve what `web` (a loaded web config file, `web_source`) asks for.
 
     max_clients: connections served at once (one more gets 503); client_timeout: seconds a
-    client has to send its request, and as many to take the answer."""
+    client has to send its request (after its TLS handshake, given as long), and as many to
+    take the answer."""
 
     def __init__(
         self,
@@ -53,15 +76,18 @@ class HttpOutput:
         *,
         max_clients: int = 8,
         client_timeout: float = 10.0,
+        web: WebConfig | None = None,
+        web_source: str = "web config",
     ) -> None:
         if max_clients < 1 or not client_timeout > 0:
             raise ValueError(f"http: max_clients ({max_clients}) and client_timeout "
                              f"({client_timeout}) must be positive")  # fmt: skip
         self.listen = listen
         logger = log if log is not None else Logger()
+        secure = security(web, web_source)
         try:
             host, port = parse_listen(listen)
-            self._server = bind(host, port, logger, max_clients, client_timeout)
+            self._server = bind(host, port, logger, max_clients, client_timeout, secure)
         except (OSError, ValueError) as error:  # in use, EACCES, no such address or name
             reason = (isinstance(error, OSError) and error.strerror) or str(error)
             raise OutputFailed(f"http: cannot listen on {listen}: {reason}") from None

@@ -12,61 +12,36 @@ a slow client costs a thread and a socket, never a copy. One request per connect
 from __future__ import annotations
 
 import contextlib
-import gzip
 import html
 import http.server
 import io
-import re
 import socket
 import socketserver
+import ssl
 import sys
 import threading
 import time
-from typing import Any, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
 from urllib.parse import urlsplit
 
 from diskprobe import __version__
 from diskprobe.log import Logger
+from diskprobe.outputs.http_auth import BasicAuth
+from diskprobe.outputs.http_page import Page, accepts_gzip
+from diskprobe.outputs.http_tls import handshake
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"  # node_exporter's, byte for byte
 PLAIN = "text/plain; charset=utf-8"
 CLIENT_THREAD = "diskprobe-http-client"
-GZIP_LEVEL = 6  # zlib's default: a 20 MB page in ~0.3 s; 9 costs twice that for ~2% less
 LANDING = (
     "<!DOCTYPE html>\n<html><head><title>diskprobe</title></head><body>\n<h1>diskprobe</h1>\n"
     f'<p>version {html.escape(__version__)}</p>\n<p><a href="/metrics">Metrics</a></p>\n'
     "</body></html>\n"
 ).encode()
 BUSY = b"HTTP/1.0 503 Service Unavailable\r\nContent-Length: 25\r\n\r\ntoo many scrapes at once\n"
-_QVALUE = re.compile(r"\s*(?:q\s*=\s*([01](?:\.[0-9]{0,3})?)\s*)?")  # "gzip;q=0.5", "gzip"
 # Request lines are logged (debug): "GET /\x1b[2J HTTP/1.0" shows, not runs, the escape.
 _CONTROL = {code: f"\\x{code:02x}" for code in [*range(0x20), *range(0x7F, 0xA0)]}
-
-
-def accepts_gzip(header: str | None) -> bool:
-    """Whether Accept-Encoding lets the answer be gzipped: "gzip", "br, gzip;q=0.5" and "*"
-    do; "gzip;q=0", "*;q=0", "identity" and no header at all do not."""
-    weights: dict[str, float] = {}
-    for item in (header or "").lower().split(","):
-        coding, _, params = item.partition(";")
-        weight = _QVALUE.fullmatch(params)  # RFC 9110's qvalue; anything else counts as 0
-        weights.setdefault(coding.strip(), float(weight.group(1) or 1) if weight else 0.0)
-    return next((weights[name] for name in ("gzip", "x-gzip", "*") if name in weights), 0.0) > 0
-
-
-class Page:
-    """One batch as served: encoded once; gzipped by the first scrape that asks for it."""
-
-    def __init__(self, text: str) -> None:
-        self.body = text.encode("utf-8")
-        self._gzip: bytes | None = None
-        self._lock = threading.Lock()  # this page's only: write() never takes it
-
-    def gzipped(self) -> bytes:
-        with self._lock:  # first scrapes at once: one compresses, the others wait for it
-            if self._gzip is None:
-                self._gzip = gzip.compress(self.body, compresslevel=GZIP_LEVEL, mtime=0)
-            return self._gzip
 
 
 class _DeadlineReader(io.RawIOBase):
@@ -110,7 +85,10 @@ class _Handler(http.server.BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         path = urlsplit(self.path).path  # "/metrics?x=1": the query is ignored
         page = self.server.page  # read once: this scrape's batch, whatever write() does next
-        if path == "/":
+        auth = self.server.auth  # every path, as the toolkit: the landing page too
+        if auth is not None and not auth.allows(self.headers.get("Authorization")):
+            self._reply(401, PLAIN, b"Unauthorized\n", [("WWW-Authenticate", "Basic")])
+        elif path == "/":
             self._reply(200, "text/html; charset=utf-8", LANDING)
         elif path != "/metrics":
             self._reply(404, PLAIN, b"404 page not found\n")  # Go's net/http text
@@ -146,6 +124,11 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         self.connection.settimeout(self.server.timeout_s)
         super().send_response(code, message)
 
+    def end_headers(self) -> None:
+        for name, value in self.server.headers.items():  # the web config's, on every answer
+            self.send_header(name, value)
+        super().end_headers()
+
     def log_message(self, format: str, *args: Any) -> None:
         # http.server writes every request to stderr; a daemon's stderr is its log
         message = (format % args).translate(_CONTROL)
@@ -153,6 +136,15 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 
     def version_string(self) -> str:
         return f"diskprobe/{__version__}"
+
+
+@dataclass(frozen=True)
+class Security:
+    """From the web config (config/web_config.py): TLS, basic auth, extra response headers."""
+
+    tls: ssl.SSLContext | None = None
+    auth: BasicAuth | None = None
+    headers: Mapping[str, str] = field(default_factory=dict)
 
 
 class ScrapeServer(http.server.HTTPServer):
@@ -169,11 +161,14 @@ class ScrapeServer(http.server.HTTPServer):
         log: Logger,
         max_clients: int,
         client_timeout: float,
+        security: Security | None = None,
     ) -> None:
         self.address_family = family
         self.log = log
         self.timeout_s = client_timeout
         self.page: Page | None = None
+        secure = security or Security()
+        self.tls, self.auth, self.headers = secure.tls, secure.auth, dict(secure.headers)
         self._slots = threading.BoundedSemaphore(max_clients)
         self._clients: set[socket.socket] = set()
         self._lock = threading.Lock()  # guards _clients and _closing; never held to send
@@ -206,6 +201,8 @@ class ScrapeServer(http.server.HTTPServer):
             if self._closing:  # close() ran after the accept: end this client at once
                 _hang_up(request)
         try:
+            if self.tls is not None:  # here, in the client's thread: never in the accept loop
+                request = self._secured(request)
             self.finish_request(request, client_address)
         except Exception:  # a client that went away mid-answer: never the server's end
             self.handle_error(request, client_address)
@@ -215,11 +212,25 @@ class ScrapeServer(http.server.HTTPServer):
             self.shutdown_request(request)
             self._slots.release()
 
+    def _secured(self, plain: socket.socket) -> socket.socket:
+        """The client after its TLS handshake; the set of clients (for close()) follows the
+        socket, which wrapping takes over from `plain`."""
+        with self._lock:
+            self._clients.discard(plain)
+        secure = handshake(plain, self.tls, self.timeout_s) if self.tls else plain
+        with self._lock:
+            self._clients.add(secure)
+            if self._closing:
+                _hang_up(secure)
+        return secure
+
     def _refuse(self, request: socket.socket) -> None:
-        """Over max_clients: a 503 if the socket takes it at once, then closed. Never waits."""
-        with contextlib.suppress(OSError):
-            request.setblocking(False)
-            request.send(BUSY)
+        """Over max_clients: a 503 if the socket takes it at once (in plain text: not over
+        TLS, which would need a handshake first), then closed. Never waits."""
+        if self.tls is None:
+            with contextlib.suppress(OSError):
+                request.setblocking(False)
+                request.send(BUSY)
         self.shutdown_request(request)
 
     def handle_error(self, request: Any, client_address: Any) -> None:

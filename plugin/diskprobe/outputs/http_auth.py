@@ -1,0 +1,165 @@
+"""HTTP basic auth for /metrics as exporter-toolkit does it (web/handler.go, web/cache.go):
+bcrypt hashes from the web config's basic_auth_users, checked one at a time, results cached.
+
+bcrypt comes from the system's libcrypt (libxcrypt: crypt_rn) through ctypes: no bcrypt
+package is a dependency, and the stdlib crypt module is gone in Python 3.13. Debian and
+Ubuntu always have libcrypt.so.1 (perl-base needs it); bcrypt_problem() says when a system
+cannot do it, so that a config asking for basic auth is refused at start.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import ctypes
+import ctypes.util
+import hashlib
+import hmac
+import re
+import secrets
+import threading
+from typing import Any, Callable, Iterator, Mapping
+
+CRYPT_DATA_SIZE = 32768  # sizeof(struct crypt_data) in libxcrypt 4.x (crypt.h): crypt_rn's minimum
+# exporter-toolkit's hash of "fakepassword": an unknown user costs one bcrypt as a known one
+# does, so the time of an answer does not tell which user names exist.
+DECOY = "$2y$10$QOauhQNbBCuQDKes6eFzPeMqBSjb7Mr5DUmpZ/VcEd00UAV/LDeSi"
+CACHE_SIZE = 100  # the toolkit's; when full, the oldest tenth goes
+_LIBRARIES = ("libcrypt.so.1", "libcrypt.so.2")  # libxcrypt: compat ABI (Debian), new ABI
+# Openwall crypt_blowfish's test vector (the $2a$ reference, identical for $2b$ and $2y$).
+_KNOWN = ("$2a$05$CCCCCCCCCCCCCCCCCCCCC.E5YPO9kmyuRGyh0XouQYb4YMJKvyOeW", b"U*U")
+_SALTED = 29  # "$2y$10$" and 22 characters of salt: the checksum follows
+_BASIC = re.compile(r"[Bb][Aa][Ss][Ii][Cc] +([A-Za-z0-9+/]*={0,2})")  # "Basic YWxpY2U6cHc="
+# crypt_rn(phrase, setting, data, size): the buffer and its size are the caller's
+_ARGUMENTS = (ctypes.c_char_p, ctypes.c_char_p, ctypes.c_void_p, ctypes.c_int)
+
+
+def _crypt_rn() -> Any:
+    """libcrypt's crypt_rn as a ctypes function; OSError saying why if there is none. Looked
+    up per call (dlopen of a loaded library is cheap, and BasicAuth caches its results), so
+    no module state holds it."""
+    problems = []
+    for name in _library_names():
+        try:
+            function = ctypes.CDLL(name).crypt_rn
+        except (OSError, AttributeError) as error:  # missing; glibc's old libcrypt
+            problems.append(str(error))
+            continue
+        function.restype = ctypes.c_char_p  # copied to bytes before the buffer goes
+        function.argtypes = _ARGUMENTS
+        return function
+    raise OSError(f"no libcrypt with crypt_rn (libxcrypt): {'; '.join(problems)}")
+
+
+def _library_names() -> Iterator[str]:
+    yield from _LIBRARIES
+    found = ctypes.util.find_library("crypt")  # runs ldconfig: only when the usual names fail
+    if found and found not in _LIBRARIES:
+        yield found
+
+
+def crypt(phrase: bytes, setting: str) -> str | None:
+    """crypt_rn(phrase, setting): the hash ("$2b$04$..." with a salt gives a bcrypt hash), or
+    None if libcrypt refuses the setting. OSError if there is no libcrypt with crypt_rn."""
+    function = _crypt_rn()
+    if b"\0" in phrase:  # C ends the string there: "pw\0x" would pass as "pw"
+        return None
+    buffer = ctypes.create_string_buffer(CRYPT_DATA_SIZE)  # per call: no state shared by threads
+    found = function(phrase, setting.encode("ascii", "replace"), buffer, CRYPT_DATA_SIZE)
+    return found.decode("ascii", "replace") if found else None
+
+
+def verify(password: bytes, hashed: str) -> bool:
+    """Whether `password` is the one bcrypt `hashed` was made from, in one bcrypt's time (a
+    `hashed` that is a bare setting, "$2y$12$" and salt, costs it too, then is False)."""
+    found = crypt(password, hashed)
+    # The checksum alone is compared: libxcrypt rewrites a salt whose last character carries
+    # unused bits ("...eFzPf" comes back "...eFzPe"), where Go's bcrypt keeps it as written.
+    if found is None or len(found) != len(hashed) or len(hashed) <= _SALTED:
+        return False
+    return hmac.compare_digest(found[_SALTED:].encode(), hashed[_SALTED:].encode())
+
+
+def bcrypt_problem() -> str | None:
+    """None if this system's libcrypt verifies bcrypt ($2a$, $2b$ and $2y$), else why not."""
+    try:
+        hashed, password = _KNOWN
+        for prefix in ("$2a$", "$2b$", "$2y$"):
+            setting = prefix + hashed[4:]
+            if not verify(password, setting) or verify(password + b"!", setting):
+                return f"this system's libcrypt does not verify bcrypt {prefix} hashes"
+    except OSError as error:
+        return f"basic auth needs libcrypt.so.1 from libxcrypt for bcrypt; {error}"
+    return None
+
+
+def parse_basic(header: str | None) -> tuple[str, bytes] | None:
+    """ "Basic base64(user:password)" -> (user, password); None unless exactly that, with a
+    UTF-8 user name. The password stays bytes: bcrypt hashes bytes, as Go's does."""
+    found = _BASIC.fullmatch(header.strip()) if header else None
+    if found is None:
+        return None
+    try:
+        decoded = base64.b64decode(found.group(1), validate=True)
+        user, colon, password = decoded.partition(b":")
+        return (user.decode("utf-8"), password) if colon else None
+    except (binascii.Error, UnicodeDecodeError):  # bad padding; a user name not in UTF-8
+        return None
+
+
+class BasicAuth:
+    """allows(Authorization header) for the users of basic_auth_users (user -> bcrypt hash).
+
+    One bcrypt at a time (the toolkit's bcryptMtx: a flood of guesses costs one core); each
+    result, failures too, cached under a keyed hash of (user, hash, password), never the
+    password itself. `verify` is the check (tests count its calls). allows() raises OSError
+    only without libcrypt: bcrypt_problem() at start refuses such a config first."""
+
+    def __init__(
+        self, users: Mapping[str, str], *, verify: Callable[[bytes, str], bool] = verify
+    ) -> None:
+        self._users = dict(users)
+        self._verify = verify
+        self._decoy = _decoy(self._users.values())
+        self._secret = secrets.token_bytes(32)  # cache keys mean nothing outside this process
+        self._cache: dict[bytes, bool] = {}
+        self._cache_lock = threading.Lock()
+        self._bcrypt_lock = threading.Lock()
+
+    def allows(self, authorization: str | None) -> bool:
+        credentials = parse_basic(authorization)
+        if credentials is None:
+            return False
+        user, password = credentials
+        known = user in self._users
+        hashed = self._users[user] if known else self._decoy
+        key = self._key(user, hashed, password)
+        with self._cache_lock:
+            cached = self._cache.get(key)
+        if cached is None:
+            with self._bcrypt_lock:
+                with self._cache_lock:  # the same credentials may have been checked meanwhile
+                    cached = self._cache.get(key)
+                if cached is None:
+                    cached = self._verify(password, hashed)
+                    self._remember(key, cached)
+        return known and cached
+
+    def _key(self, user: str, hashed: str, password: bytes) -> bytes:
+        parts = (user.encode("utf-8"), hashed.encode("ascii", "replace"), password)
+        message = b"".join(len(part).to_bytes(8, "big") + part for part in parts)  # unambiguous
+        return hmac.new(self._secret, message, hashlib.sha256).digest()
+
+    def _remember(self, key: bytes, result: bool) -> None:
+        with self._cache_lock:
+            if len(self._cache) >= CACHE_SIZE:  # in bulk: a flood of guesses evicts rarely
+                for old in list(self._cache)[: CACHE_SIZE // 10]:
+                    del self._cache[old]
+            self._cache[key] = result
+
+
+def _decoy(hashes: Any) -> str:
+    """What an unknown user is checked against: the toolkit's DECOY, at the users' highest cost
+    when that is not 10 (a cost-12 user answers in 4 times a cost-10 check's time)."""
+    cost = max((int(hashed[4:6]) for hashed in hashes if hashed[4:6].isdigit()), default=10)
+    return DECOY if cost == 10 else f"{DECOY[:4]}{cost:02d}{DECOY[6:_SALTED]}"
