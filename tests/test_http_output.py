@@ -508,3 +508,14 @@ def test_nothing_reaches_stderr_and_debug_gets_the_requests(
     assert re.search(r"(ConnectionReset|BrokenPipe)Error", log), (
         "the reset client's exception was not logged at debug"
     )
+
+
+def test_a_web_config_that_no_longer_loads_at_open_is_one_output_error(tmp_path: Path) -> None:
+    # Checked at start as config, the file is read again when the output opens: changed or
+    # removed meanwhile, that is one E! line (OutputFailed), not a traceback (ValueError).
+    web = tmp_path / "web.yml"
+    web.write_text("basic_auth_users:\n  alice: not-a-bcrypt-hash\n")
+    with pytest.raises(OutputFailed, match=r"^http: .*web\.yml:2: .*alice"):
+        HttpOutput("127.0.0.1:0", web_config_file=str(web))
+    with pytest.raises(OutputFailed, match=r"^http: .*missing\.yml"):
+        HttpOutput("127.0.0.1:0", web_config_file=str(tmp_path / "missing.yml"))

@@ -27,7 +27,7 @@ def check_output(output: OutputConfig, where: str) -> None:
         try:
             parse_listen(output.listen)
             if output.web_config_file:
-                load_web_config(output.web_config_file)  # loaded again when the output opens
+                load_web_config(output.web_config_file)  # the output loads it again to serve it
         except ValueError as error:
             raise ConfigError(f"{where}[output] {error}") from None
     elif output.web_config_file:

@@ -11,7 +11,6 @@ from __future__ import annotations
 from typing import Callable
 
 from diskprobe.config.output import OutputConfig
-from diskprobe.config.web_config import load_web_config
 from diskprobe.log import Logger
 from diskprobe.outputs.base import Output as Output
 from diskprobe.outputs.base import OutputClosed as OutputClosed
@@ -32,9 +31,7 @@ def open_output(config: OutputConfig, log: Logger, stopping: Callable[[], bool])
     if config.kind == "influxdb":
         return InfluxDBOutput(config, log)
     if config.kind == "http":
-        source = config.web_config_file
-        web = load_web_config(source) if source else None  # checked at load: it parsed then
-        return HttpOutput(config.listen, log, web=web, web_source=source)
+        return HttpOutput(config.listen, log, web_config_file=config.web_config_file)
     if config.kind == "textfile":
         return TextfileOutput(config.path, log)
     return StreamOutput(STDOUT_FD, stopping=stopping)

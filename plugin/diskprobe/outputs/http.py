@@ -13,7 +13,7 @@ import socket
 import threading
 
 from diskprobe.config.listen import parse_listen
-from diskprobe.config.web_config import WebConfig
+from diskprobe.config.web_config import load_web_config
 from diskprobe.log import Logger
 from diskprobe.outputs.base import OutputFailed
 from diskprobe.outputs.http_auth import BasicAuth, bcrypt_problem
@@ -25,18 +25,20 @@ __all__ = ["HttpOutput", "parse_listen"]
 STOP_POLL_SEC = 0.2  # how soon close() returns: the accepting loop looks for a stop this often
 
 
-def security(web: WebConfig | None, source: str) -> Security:
-    """TLS, basic auth and headers from a loaded web config (`source`: its file, for the
-    message); OutputFailed, one line, if this system cannot serve them."""
-    if web is None:
+def security(web_config_file: str) -> Security:
+    """TLS, basic auth and headers from the web config file ("": none); OutputFailed, one
+    line, if it no longer loads (checked at start, it may have changed since) or this system
+    cannot serve what it asks for."""
+    if not web_config_file:
         return Security()
-    problem = bcrypt_problem() if web.users else None
-    if problem is not None:
-        raise OutputFailed(f"http: {source}: basic_auth_users: {problem}")
     try:
+        web = load_web_config(web_config_file)  # "PATH:LINE: what"
+        problem = bcrypt_problem() if web.users else None
+        if problem is not None:
+            raise ValueError(f"{web_config_file}: basic_auth_users: {problem}")
         tls = server_context(web.tls) if web.tls is not None else None
     except ValueError as error:
-        raise OutputFailed(f"http: {source}: {error}") from None
+        raise OutputFailed(f"http: {error}") from None
     return Security(tls, BasicAuth(web.users) if web.users else None, web.headers)
 
 
@@ -63,7 +65,7 @@ def bind(
 
 class HttpOutput:
     """Serves the last batch written at http(s)://LISTEN/metrics; OutputFailed if it cannot
-    listen, or cannot serve what `web` (a loaded web config file, `web_source`) asks for.
+    listen, or cannot serve what `web_config_file` (TLS, basic auth) asks for.
 
     max_clients: connections served at once (one more gets 503); client_timeout: seconds a
     client has to send its request (after its TLS handshake, given as long), and as many to
@@ -76,15 +78,14 @@ class HttpOutput:
         *,
         max_clients: int = 8,
         client_timeout: float = 10.0,
-        web: WebConfig | None = None,
-        web_source: str = "web config",
+        web_config_file: str = "",
     ) -> None:
         if max_clients < 1 or not client_timeout > 0:
             raise ValueError(f"http: max_clients ({max_clients}) and client_timeout "
                              f"({client_timeout}) must be positive")  # fmt: skip
         self.listen = listen
         logger = log if log is not None else Logger()
-        secure = security(web, web_source)
+        secure = security(web_config_file)
         try:
             host, port = parse_listen(listen)
             self._server = bind(host, port, logger, max_clients, client_timeout, secure)
