@@ -19,6 +19,7 @@ import termios
 import threading
 import time
 import tracemalloc
+from pathlib import Path
 from typing import Any, Callable, Iterator
 
 import pytest
