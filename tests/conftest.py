@@ -9,8 +9,8 @@ from typing import Iterator
 import pytest
 from hypothesis import settings
 
+import lanes
 import schema_coverage
-
 from ci import skip_or_fail, under_ci
 from influxdb_server import InfluxServer, find_influxd
 
@@ -49,3 +49,4 @@ def influx_db(influxdb: InfluxServer) -> tuple[InfluxServer, str]:
 def pytest_configure(config: pytest.Config) -> None:
     # Records what collectors emit; at the end, checks it against the schema both ways.
     schema_coverage.register(config)
+    lanes.register(config)  # under xdist: tests marked serial run with nothing beside them

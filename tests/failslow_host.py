@@ -14,8 +14,11 @@ Measured on the development VM (Linux 6.18, 2 vCPUs, libfuse 3.14), and chosen:
   jobs of the four devices keep a fixed phase against each other for as long as fio runs,
   and a device whose requests keep landing on another's in the (one-GIL) daemon showed
   1.5-2.6x its peers' await for tens of seconds, healthy; random arrivals spread that.
-* healthy await (delay 0), 100 reads/s + 100 writes/s per device: 0.25-0.5 ms, with the
-  machine's load; a 2 ms delay gave 2.9 ms (wake-ups add to it): `calibrate` measures.
+* healthy await (delay 0), 100 reads/s + 100 writes/s per device: 0.25-0.5 ms on that VM,
+  with the machine's load; a 2 ms delay gave 2.9 ms (wake-ups add to it): `calibrate`
+  measures. A later VM of the same kind answered in 0.05 ms: so the healthy latency is not
+  left to the machine's speed: `base_ms` (a delay every file has, always) sets it, the same
+  for every peer, and `set_delays` adds to it.
 """
 
 from __future__ import annotations
@@ -84,8 +87,10 @@ def _end(process: Optional[subprocess.Popen[bytes]]) -> None:
 class SlowHost:
     """The FUSE daemon, its files' loop devices and their fio processes; close() undoes all."""
 
-    def __init__(self, workdir: Path, count: int, file_bytes: int = FILE_BYTES) -> None:
-        self.workdir = workdir
+    def __init__(
+        self, workdir: Path, count: int, file_bytes: int = FILE_BYTES, base_ms: float = 0.0
+    ) -> None:
+        self.workdir, self.base_ms = workdir, base_ms
         self.mountpoint = workdir / "mnt"
         self.delay_file = workdir / "delays.json"
         self.files, self.file_bytes = [f"disk{index}" for index in range(count)], file_bytes
@@ -97,7 +102,7 @@ class SlowHost:
 
     def start(self) -> None:
         self.mountpoint.mkdir(parents=True)
-        self.delay_file.write_text("{}")
+        self.delay_file.write_text(json.dumps(self._by_file({})))
         self._log = open(self.workdir / "fuse_delay.log", "wb")  # noqa: SIM115  closed in close()
         self._daemon = subprocess.Popen(
             [sys.executable, str(DAEMON), str(self.mountpoint), "--files", ",".join(self.files),
@@ -125,11 +130,14 @@ class SlowHost:
         rows = dict(line.split() for line in out.splitlines())
         return {device: rows.get(f"/dev/{device}") == "1" for device in self.devices}
 
+    def _by_file(self, delays: Mapping[str, float]) -> dict[str, float]:
+        extra = {self.files[self.devices.index(dev)]: ms for dev, ms in delays.items()}
+        return {name: self.base_ms + extra.get(name, 0.0) for name in self.files}
+
     def set_delays(self, delays: Mapping[str, float]) -> None:
-        """Extra ms per request, by loop device; a device not named gets none."""
-        by_file = {self.files[self.devices.index(dev)]: ms for dev, ms in delays.items()}
+        """Extra ms per request (over base_ms), by loop device; a device not named gets none."""
         temp = self.delay_file.with_suffix(".tmp")
-        temp.write_text(json.dumps(by_file))
+        temp.write_text(json.dumps(self._by_file(delays)))
         os.replace(temp, self.delay_file)  # whole, and a new inode the daemon sees as a change
         time.sleep(DELAY_SETTLE_SEC)
 
@@ -228,10 +236,10 @@ def _retry(argv: list[str], attempts: int = 20) -> bool:
 
 @contextlib.contextmanager
 def slow_host(
-    count: int, skip: Callable[[str], None], file_bytes: int = FILE_BYTES
+    count: int, skip: Callable[[str], None], file_bytes: int = FILE_BYTES, base_ms: float = 0.0
 ) -> Iterator[SlowHost]:
-    """`count` loop devices on FUSE files, torn down even on failure; `skip` is called with the
-    reason when root, FUSE or a tool is missing."""
+    """`count` loop devices on FUSE files, each request at least `base_ms` long, torn down
+    even on failure; `skip` is called with the reason when root, FUSE or a tool is missing."""
     problems = [] if os.geteuid() == 0 else ["needs root (mount, losetup)"]
     if not Path("/dev/fuse").exists():
         problems.append("/dev/fuse is missing (no FUSE in this kernel or container)")
@@ -240,7 +248,8 @@ def slow_host(
         problems.append(f"{', '.join(missing)} not found (packages util-linux, fio)")
     if problems:
         skip("; ".join(problems))
-    host = SlowHost(Path(tempfile.mkdtemp(prefix="failslow-")).resolve(), count, file_bytes)
+    workdir = Path(tempfile.mkdtemp(prefix="failslow-")).resolve()
+    host = SlowHost(workdir, count, file_bytes, base_ms)
     try:
         host.start()
         yield host

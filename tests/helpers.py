@@ -6,6 +6,7 @@ import contextlib
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -70,6 +71,14 @@ def smart_verdict(metrics: list[Metric]) -> tuple[str | None, tuple[str, ...]]:
     status = smart[0].fields.get("verdict")
     reasons = str(smart[0].fields.get("verdict_reasons", ""))
     return (str(status) if status is not None else None), tuple(r for r in reasons.split(",") if r)
+
+
+def installed_command() -> list[str]:
+    """The console script pip installed next to this interpreter (the installed command)."""
+    script = Path(sys.executable).parent / "diskprobe"
+    if script.is_file() and os.access(script, os.X_OK):
+        return [str(script)]
+    return [sys.executable, "-m", "diskprobe"]
 
 
 def run_tool(*argv: str, check: bool = True) -> subprocess.CompletedProcess[str]:

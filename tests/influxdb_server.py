@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import subprocess
 import tempfile
 import time
@@ -18,6 +17,8 @@ import urllib.parse
 import urllib.request
 from pathlib import Path
 from typing import Any, Optional
+
+from ports import free_ports
 
 START_TIMEOUT_SEC = 30.0
 STOP_TIMEOUT_SEC = 10.0
@@ -100,20 +101,6 @@ def find_influxd() -> Optional[str]:
     return shutil.which("influxd")
 
 
-def _free_ports(count: int) -> list[int]:
-    """`count` distinct free TCP ports on 127.0.0.1 (all held open until all are chosen)."""
-    sockets: list[socket.socket] = []
-    try:
-        for _ in range(count):
-            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            sock.bind(("127.0.0.1", 0))
-            sockets.append(sock)
-        return [sock.getsockname()[1] for sock in sockets]
-    finally:
-        for sock in sockets:
-            sock.close()
-
-
 class InfluxServer:
     """`influxd` in a temporary directory; `start()` returns once /ping answers 204."""
 
@@ -153,7 +140,7 @@ class InfluxServer:
         raise last_error
 
     def _start_once(self) -> None:
-        self.http_port, self.rpc_port = _free_ports(2)
+        self.http_port, self.rpc_port = free_ports(2)
         config_path = self._root / "influxdb.conf"
         config_path.write_text(
             _CONFIG.format(root=self._root, rpc_port=self.rpc_port, http_port=self.http_port),

@@ -1,14 +1,19 @@
 #!/usr/bin/env bash
 # The whole test set-up and the full suite, in one command (the README's second command; .ci/run).
 # Installs the Debian packages the tests drive for real, builds a venv from Debian's python3
-# (as fleets install it), installs diskprobe with its test extras, then lint, types and pytest.
+# (as fleets install it), installs diskprobe with its test extras, then lint, types and pytest
+# (in parallel workers, pytest-xdist), then the unit tests under Python 3.9. Every check runs
+# even when an earlier one failed; the last lines say which failed, and the exit status is 1.
+#
+# Arguments go to the Python 3.11 pytest run, which then runs alone (no lint, no 3.9 part):
+# ./tests/run.sh tests/test_docs.py. DISKPROBE_TEST_WORKERS sets the workers (0: no xdist).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # Every tool a test drives: under CI (tests/ci.py) a test that finds one missing fails.
 APT_PACKAGES=(influxdb sysstat fio smartmontools util-linux e2fsprogs libfuse3-3 fuse3
               prometheus-node-exporter prometheus collectd-core victoria-metrics sudo
-              libcap2-bin time dmsetup systemd python3 python3-venv python3-pip pipx)
+              libcap2-bin time dmsetup systemd python3 python3-venv python3-pip pipx git)
 missing=()
 for package in "${APT_PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" \
@@ -26,22 +31,49 @@ fi
 PYTHON="${PYTHON:-/usr/bin/python3}"
 VENV="${DISKPROBE_VENV:-.venv}"
 [ -x "$VENV/bin/python" ] || "$PYTHON" -m venv "$VENV"
-"$VENV/bin/python" -m pip install -q --upgrade pip
-"$VENV/bin/python" -m pip install -q -e '.[test]'
+pip_quiet() {  # pip, without its notices about this machine's unused local package folders
+  "$@" 2> >(grep -v "^WARNING: Location '.*' is ignored" >&2)
+}
+pip_quiet "$VENV/bin/python" -m pip install -q --upgrade pip
+pip_quiet "$VENV/bin/python" -m pip install -q -e '.[test]'
 # The training-job callbacks run real fits: Keras 3 on the CPU PyTorch backend, and Lightning.
 # torch is pinned so pip takes this machine's local CPU wheel and Lightning cannot swap it.
 echo "torch==2.13.0" > "$VENV/torch-constraint.txt"
 # skip_summaries writes real TensorBoard event files: Keras 3's TensorBoard callback needs
 # TensorFlow's summary writer on every backend (the CPU build is enough), Lightning's
-# TensorBoardLogger the tensorboard package.
-"$VENV/bin/python" -m pip install -q -c "$VENV/torch-constraint.txt" torch==2.13.0 keras lightning \
-    tensorflow-cpu==2.21.0 tensorboard==2.21.0
+# TensorBoardLogger the tensorboard package. What each costs: docs/testing.md.
+pip_quiet "$VENV/bin/python" -m pip install -q -c "$VENV/torch-constraint.txt" torch==2.13.0 \
+    keras lightning tensorflow-cpu==2.21.0 tensorboard==2.21.0
 export KERAS_BACKEND=torch
 
-"$VENV/bin/ruff" check plugin tests dashboards
-"$VENV/bin/mypy"
-MYPYPATH=dashboards "$VENV/bin/mypy" --strict dashboards/dashgen dashboards/generate.py
-"$VENV/bin/pytest" "$@"
+# Two cores here: most tests wait (on intervals, servers, devices) rather than compute, so
+# more workers than cores; `serial` tests still run alone (tests/lanes.py).
+WORKERS="${DISKPROBE_TEST_WORKERS:-$(( $(nproc) * 2 > 4 ? $(nproc) * 2 : 4 ))}"
+XDIST=()
+[ "$WORKERS" -gt 0 ] && XDIST=(-n "$WORKERS" --dist loadgroup)
+
+if [ "$#" -gt 0 ]; then
+  exec "$VENV/bin/pytest" "${XDIST[@]}" "$@"
+fi
+
+failed=()
+step() {  # step NAME COMMAND...: run it, time it, remember a failure and go on
+  local name="$1" started=$SECONDS
+  shift
+  echo "tests/run.sh: $name"
+  if "$@"; then
+    echo "tests/run.sh: $name passed in $(( SECONDS - started )) s"
+  else
+    echo "tests/run.sh: $name FAILED (exit $?) after $(( SECONDS - started )) s"
+    failed+=("$name")
+  fi
+}
+
+step "ruff" "$VENV/bin/ruff" check plugin tests dashboards
+step "mypy" "$VENV/bin/mypy"
+step "mypy (dashboards)" env MYPYPATH=dashboards "$VENV/bin/mypy" --strict dashboards/dashgen \
+    dashboards/generate.py
+step "pytest (Python 3.11, the whole suite)" "$VENV/bin/pytest" "${XDIST[@]}" --durations=25
 
 # Fleets still run Python 3.9: where an interpreter for it is at hand (pyenv here), the unit
 # tests run under it as well. Set PYTHON39= (empty) to skip.
@@ -55,11 +87,19 @@ find_python39() {
   done
 }
 PYTHON39="${PYTHON39-$(find_python39)}"
-if [ -n "$PYTHON39" ] && [ "$#" -eq 0 ]; then
+if [ -n "$PYTHON39" ]; then
   VENV39="${VENV}-py39"
   [ -x "$VENV39/bin/python" ] || "$PYTHON39" -m venv "$VENV39"
-  "$VENV39/bin/python" -m pip install -q -e '.[test]'
-  "$VENV39/bin/pytest" -q -m "not root and not slow" -p no:cacheprovider
+  pip_quiet "$VENV39/bin/python" -m pip install -q -e '.[test]'
+  step "pytest (Python 3.9, unit tests: not root, not slow)" "$VENV39/bin/pytest" \
+      "${XDIST[@]}" -q -m "not root and not slow" -p no:cacheprovider
 else
   echo "tests/run.sh: no python3.9 found; Python 3.9 compatibility not checked"
+  case "${CI:-}" in ""|0|false|False|FALSE|no|No|NO) ;; *) failed+=("Python 3.9 (none found)");; esac
 fi
+
+if [ "${#failed[@]}" -gt 0 ]; then
+  echo "tests/run.sh: FAILED: $(IFS=,; echo "${failed[*]}")"
+  exit 1
+fi
+echo "tests/run.sh: every check passed"

@@ -17,6 +17,11 @@ A failure sets the exit status to 1 and lists the names in a "schema coverage" s
 as pytest-cov's --cov-fail-under does. DISKPROBE_SCHEMA_COVERAGE=list lists the names (b)
 would report in a partial run too, without failing it: which names a subset of files emits.
 
+Under pytest-xdist each worker records what its own tests emitted and hands it, with what
+it collected and deselected, to the controller (xdist's `workeroutput`), which merges the
+workers' records and runs the same checks once, over the whole session; a worker that
+crashed makes the run partial.
+
 Not recorded: points the installed command prints in a subprocess, and metrics tests build
 themselves (serializer tests feed made-up names on purpose). So a name only the subprocess
 tests emit counts as never emitted: cover it in process.
@@ -49,6 +54,20 @@ class Emitted:
     measurements: set[str] = field(default_factory=set)
     tags: set[tuple[str, str]] = field(default_factory=set)
     fields: set[tuple[str, str, str]] = field(default_factory=set)
+
+    def merge(self, other: dict[str, list[Any]]) -> None:
+        """Add a worker's record (as_data() of its Emitted)."""
+        self.measurements.update(other["measurements"])
+        self.tags.update((m, t) for m, t in other["tags"])
+        self.fields.update((m, f, t) for m, f, t in other["fields"])
+
+    def as_data(self) -> dict[str, list[Any]]:
+        """Plain lists, which xdist's channel can carry to the controller."""
+        return {
+            "measurements": sorted(self.measurements),
+            "tags": [list(tag) for tag in sorted(self.tags)],
+            "fields": [list(item) for item in sorted(self.fields)],
+        }
 
     def record(self, metric: Metric) -> None:
         self.measurements.add(metric.measurement)
@@ -175,8 +194,10 @@ class SchemaCoverage:
         self.finished = 0
         self.skipped = 0
         self.broken: list[str] = []  # modules that could not be observed
+        self.crashed: list[str] = []  # xdist workers that went down with an error
         self.report: list[str] = []
         self.failed = False
+        self.worker = hasattr(config, "workerinput")  # an xdist worker: the controller judges
 
     def observe(self) -> None:
         classes = collector_classes(self.broken)
@@ -202,6 +223,7 @@ class SchemaCoverage:
             (any("::" in arg for arg in self.config.args), "node ids given"),
             (missing, f"{len(missing)} test files not collected"),
             (self.finished < self.selected, f"{self.selected - self.finished} tests not run"),
+            (self.crashed, f"xdist workers crashed: {', '.join(self.crashed)}"),
             (session.shouldstop or session.shouldfail, "stopped early"),
         ]
         said = [why for present, why in reasons if present]
@@ -230,9 +252,34 @@ class SchemaCoverage:
         if report.skipped and report.when in ("setup", "call"):
             self.skipped += 1
 
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: Any, error: object | None) -> None:
+        """xdist controller: a worker is done; merge what it recorded."""
+        output = getattr(node, "workeroutput", {}).get(PLUGIN_NAME)
+        if error is not None or output is None:
+            self.crashed.append(str(getattr(node.gateway, "id", node)))
+            return
+        self.emitted.merge(output["emitted"])
+        self.collected_files.update(Path(path) for path in output["collected_files"])
+        self.deselected = max(self.deselected, output["deselected"])
+        self.selected = max(self.selected, output["selected"])
+        self.broken += [name for name in output["broken"] if name not in self.broken]
+
+    def _hand_to_controller(self) -> None:
+        self.config.workeroutput[PLUGIN_NAME] = {  # type: ignore[attr-defined]
+            "emitted": self.emitted.as_data(),
+            "collected_files": sorted(str(path) for path in self.collected_files),
+            "deselected": self.deselected,
+            "selected": self.selected,
+            "broken": self.broken,
+        }
+
     @pytest.hookimpl
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         self.patch.undo()
+        if self.worker:
+            self._hand_to_controller()
+            return
         if self.selected == 0:
             return
         unknown = unknown_names(self.emitted)

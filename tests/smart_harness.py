@@ -16,7 +16,6 @@ import io
 import json
 import os
 import shutil
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -140,9 +139,9 @@ def make_rig(
 
 
 def direct_smartctl(workdir: Path) -> Path:
-    """The fake run by this interpreter directly: `python3` may be a slow pyenv shim."""
+    """A wrapper in `workdir` that runs the fake (on Debian's interpreter, by its shebang)."""
     smartctl = workdir / "smartctl"
-    smartctl.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{FAKE_SMARTCTL}" "$@"\n')
+    smartctl.write_text(f'#!/bin/sh\nexec "{FAKE_SMARTCTL}" "$@"\n')
     smartctl.chmod(0o755)
     return smartctl
 

@@ -59,6 +59,9 @@ from dashgen import refs  # noqa: E402
 from dashgen.alerts_risk import growth_alert_uid  # noqa: E402
 from dashgen.rendered import render_all  # noqa: E402
 
+# One worker for the whole file under xdist: its module fixture is set up once (lanes.py).
+pytestmark = pytest.mark.xdist_group("test_dashboards")
+
 GRAFANA = sorted((DASHBOARDS / "grafana").glob("*.json"))
 CHRONOGRAF = sorted((DASHBOARDS / "chronograf").glob("*.json"))
 TICKS = sorted((DASHBOARDS / "alerts" / "kapacitor").glob("*.tick"))

@@ -23,6 +23,9 @@ from diskprobe.config.sections import IoConfig
 
 from influxdb_server import InfluxServer
 
+# One worker for the whole file under xdist: its module fixture is set up once (lanes.py).
+pytestmark = pytest.mark.xdist_group("test_dashboards_failslow")
+
 DASHBOARDS = Path(__file__).resolve().parent.parent / "dashboards"
 UID = "diskprobe-fail-slow"
 TICK = DASHBOARDS / "alerts" / "kapacitor" / f"{UID}.tick"

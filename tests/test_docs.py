@@ -22,7 +22,13 @@ from docs_check import (
     unprintable_log_lines,
 )
 from docs_text import ROOT, block, doc, readme
-from update_generated import BLOCKS, dashboard_alert_table, metric_overview, metric_tables
+from update_generated import (
+    BLOCKS,
+    command_line,
+    dashboard_alert_table,
+    metric_overview,
+    metric_tables,
+)
 
 from helpers import assert_schema
 from lineproto import parse_lines
@@ -82,6 +88,15 @@ def test_failure_rate_table_is_the_data() -> None:
 
 def test_configuration_section_is_the_sample_config() -> None:
     assert _fenced(block(readme(), "sample-config")) == render_sample_config()
+
+
+def test_command_line_synopsis_is_the_parsers() -> None:
+    """Every flag the parser knows is in the README's synopsis, with its choices."""
+    synopsis = block(readme(), "command-line")
+    assert synopsis == command_line()
+    for flag in ("--listen ADDRESS:PORT", "--web.config.file FILE", "--version",
+                 "--output stdout|textfile|influxdb|http", "[doctor|sudoers]"):  # fmt: skip
+        assert flag in synopsis
 
 
 def test_every_generated_block_has_a_generator() -> None:

@@ -7,6 +7,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+from diskprobe.collectors.smart import NO_DRIVES
+
+from helpers import installed_command
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -52,3 +56,62 @@ def test_bad_config_is_one_line_and_exit_2(tmp_path: Path) -> None:
     assert result.stderr.strip().endswith(
         "unknown key 'concurency' (closest valid key: 'concurrency')"
     )
+
+
+FAKE_SMARTCTL = ROOT / "tests" / "fake_smartctl" / "smartctl"
+ONE_DRIVE = ROOT / "tests" / "fake_smartctl" / "cases" / "pysmart-text-sat-hikvision-hs-ssd-c100"
+SMART_ONLY = """
+[io]
+enabled = false
+[filesystems]
+enabled = false
+[process_io]
+enabled = false
+[cgroup_io]
+enabled = false
+[pressure]
+enabled = false
+[smart]
+smartctl_path = "{smartctl}"
+"""
+
+
+def _once_with_drives(tmp_path: Path, cases: list[Path]) -> subprocess.CompletedProcess[str]:
+    """`--once` with SMART only, smartctl replaying `cases` (none: a VM's virtio disk)."""
+    drives = tmp_path / "drives"
+    drives.mkdir()
+    for case in cases:
+        (drives / case.name).symlink_to(case)
+    config = tmp_path / "diskprobe.toml"
+    config.write_text(f'state_file = "{tmp_path / "state.json"}"\n'
+                      + SMART_ONLY.format(smartctl=FAKE_SMARTCTL))  # fmt: skip
+    return subprocess.run(
+        [*installed_command(), "--once", "--config", str(config)],
+        capture_output=True, text=True, timeout=120,
+        env={**os.environ, "FAKE_SMARTCTL_DIR": str(drives)},
+    )  # fmt: skip
+
+
+def test_once_without_smart_drives_says_why_in_one_info_line(tmp_path: Path) -> None:
+    result = _once_with_drives(tmp_path, [])
+    assert result.returncode == 0, result.stderr
+    assert "diskprobe_smart," not in result.stdout
+    said = [line for line in result.stderr.splitlines() if "no drives found" in line]
+    assert said == [f"I! {NO_DRIVES}"], result.stderr
+    assert "diskprobe doctor" in said[0]
+
+
+def test_once_with_a_drive_says_nothing_of_the_kind(tmp_path: Path) -> None:
+    result = _once_with_drives(tmp_path, [ONE_DRIVE])
+    assert result.returncode == 0, result.stderr
+    assert "diskprobe_smart," in result.stdout
+    assert "no drives found" not in result.stderr
+
+
+def test_doctor_explains_an_empty_scan(tmp_path: Path) -> None:
+    drives = tmp_path / "drives"
+    drives.mkdir()
+    result = _doctor(tmp_path, SMART_ONLY.format(smartctl=FAKE_SMARTCTL),
+                     env={"FAKE_SMARTCTL_DIR": str(drives)})  # fmt: skip
+    assert "INFO SMART drives found by --scan-open: 0" in result.stdout
+    assert "INFO no SMART-capable drives: virtual disks (virtio" in result.stdout

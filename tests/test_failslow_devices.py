@@ -11,9 +11,12 @@ them, as one peer group (`[io] peer_groups`), fail_slow_window = "1m", interval 
 (c)    one device merely busier (4x the IOPS of the others, no delay) is not flagged.
 
 Why 2 s: diskprobe gives no slowdown_ratio when the peers would have taken under 50 ms for
-the device's requests. Healthy requests take 0.25-0.5 ms here, so the 200 of a 1 s interval
-often fall short (a quarter of the points had no ratio in a 1 s run, and detection took 29 s
-instead of 10 s); in 2 s never. Each test prints its figures (-s). Needs root, /dev/fuse,
+the device's requests. Healthy requests took 0.25-0.5 ms on the VM these tests were written
+on, so the 200 of a 1 s interval often fell short (a quarter of the points had no ratio in a
+1 s run, and detection took 29 s instead of 10 s); in 2 s never. A later, faster VM answered
+in 0.05 ms, and no interval had a ratio: so every file now has BASE_MS of delay, always
+(the same healthy latency on every machine, ~0.5 ms with the wake-ups), and the slow
+device's delay comes on top of it. Each test prints its figures (-s). Needs root, /dev/fuse,
 fio and mfusepy (test extra); about 3.5 minutes in all.
 """
 
@@ -33,12 +36,14 @@ from failslow_probe import Diskprobe, Sample, await_ratios, between, ratios
 
 from ci import skip_or_fail
 
-pytestmark = [pytest.mark.root, pytest.mark.slow]
+# One worker for the whole file under xdist: its module fixture is set up once (lanes.py).
+pytestmark = [pytest.mark.root, pytest.mark.slow, pytest.mark.xdist_group("test_failslow_devices")]
 
 DEVICES = 4
 INTERVAL, INTERVAL_SEC = "2s", 2.0
 WINDOW, WINDOW_SEC = "1m", 60.0
 BASE = Load(100)  # per device: 100 reads/s and 100 writes/s
+BASE_MS = 0.4  # every request's delay, healthy or not (see above)
 FACTOR = 5.0  # the slow device's await over its peers', as calibrated
 MIN_FACTOR = 3.0  # ... and at least this as measured from diskprobe's await_ms, later
 WARMUP_SEC = 10.0  # healthy evidence before the delay comes on
@@ -52,7 +57,7 @@ BUSY_SEC = 40.0  # (c): judged from 15 s on (a quarter of the window active)
 
 @pytest.fixture(scope="module")
 def host() -> Iterator[SlowHost]:
-    with slow_host(DEVICES, skip_or_fail) as slow:
+    with slow_host(DEVICES, skip_or_fail, base_ms=BASE_MS) as slow:
         yield slow
 
 

@@ -28,6 +28,9 @@ from diskprobe.outputs.http_tls import server_context
 
 from ci import skip_or_fail
 
+# One worker for the whole file under xdist: its module fixture is set up once (lanes.py).
+pytestmark = pytest.mark.xdist_group("test_http_auth_tls")
+
 BCRYPT_ALPHABET = "./ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
 
 

@@ -12,7 +12,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -30,6 +29,7 @@ from diskprobe.outputs.spool import Spool, SpoolLocked
 
 from ci import skip_or_fail
 from lineproto import parse_line
+from ports import free_port
 
 TOKEN = "s3cr3t-token-value"
 
@@ -195,12 +195,6 @@ def test_token_from_file_and_validation(tmp_path: Path) -> None:
 
 VM_BINARY = shutil.which("victoria-metrics") or "/usr/bin/victoria-metrics"
 INTERVAL = 1.0
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 class VictoriaMetrics:

@@ -25,7 +25,9 @@ from diskprobe.guard import DiskGuard
 from ci import skip_or_fail
 from helpers import loop_ext4
 
-pytestmark = [pytest.mark.root, pytest.mark.slow]
+# One worker runs every training-job test (here and in test_ml_summaries.py) under xdist: it
+# imports torch, Keras, Lightning and TensorFlow once, not each worker (seconds of CPU each).
+pytestmark = [pytest.mark.root, pytest.mark.slow, pytest.mark.xdist_group("ml")]
 
 IMAGE_BYTES = 64 * 1024 * 1024
 WRITE = 4 * 1024 * 1024  # bytes written per epoch

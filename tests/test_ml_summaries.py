@@ -31,6 +31,8 @@ from test_ml_callbacks import IMAGE_BYTES, K, _import_keras, _threshold, _write_
 from ci import skip_or_fail
 from helpers import loop_ext4
 
+pytestmark = pytest.mark.xdist_group("ml")  # with test_ml_callbacks.py: see there
+
 FREED = K + 3  # the epoch (1-based) at whose end the filler deletes its files
 EPOCHS = K + 4
 SKIPPED = {K + 1, K + 2}  # the epochs (1-based) whose summaries must be missing

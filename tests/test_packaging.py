@@ -23,7 +23,8 @@ import diskprobe
 from ci import skip_or_fail
 from lineproto import parse_lines
 
-pytestmark = pytest.mark.slow
+# One worker for the whole file under xdist: its module fixture is set up once (lanes.py).
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("test_packaging")]
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "plugin" / "diskprobe"

@@ -9,7 +9,6 @@ import math
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -32,6 +31,7 @@ from diskprobe.serializers.prometheus import (
 )
 
 from ci import skip_or_fail
+from ports import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 METRIC_NAME = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*")
@@ -405,12 +405,6 @@ def test_diskprobe_once_writes_a_valid_textfile(tmp_path: Path) -> None:
 # -- the real node_exporter -----------------------------------------------------------------
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def _scrape(url: str, timeout: float = 10.0) -> str:
     deadline = time.monotonic() + timeout
     while True:
@@ -431,7 +425,7 @@ def node_exporter(tmp_path: Path) -> Iterator[tuple[str, Path]]:
         skip_or_fail(f"{NODE_EXPORTER} is not installed (apt-get install -y {NODE_EXPORTER})")
     directory = tmp_path / "textfile"
     directory.mkdir()
-    port = _free_port()
+    port = free_port()
     log = (tmp_path / "node_exporter.log").open("wb")
     process = subprocess.Popen(
         [

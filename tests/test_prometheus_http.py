@@ -23,9 +23,10 @@ import pytest
 from prometheus_client.samples import Sample
 
 from test_http_auth_tls import Pki, basic, make_hash
-from test_prometheus import _config, _diskprobe, _env, _free_port, parse_strict
+from test_prometheus import _config, _diskprobe, _env, parse_strict
 
 from ci import skip_or_fail
+from ports import free_port
 
 PROMETHEUS = "prometheus"
 PROMTOOL = "promtool"
@@ -58,7 +59,7 @@ def _running_diskprobe(
     tmp_path: Path, extra: list[str], ready: Callable[[str], bool]
 ) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
     """(host:port, the process) of `diskprobe --listen 127.0.0.1:PORT *extra`, once ready."""
-    target = f"127.0.0.1:{_free_port()}"
+    target = f"127.0.0.1:{free_port()}"
     probe = subprocess.Popen(
         [*_diskprobe(), "--config", str(_config(tmp_path, INTERVAL)), "--listen", target,
          *extra],
@@ -84,7 +85,7 @@ def _running_prometheus(tmp_path: Path, jobs: str) -> Iterator[str]:
     config.write_text(
         f"global: {{scrape_interval: 1s, scrape_timeout: 1s}}\nscrape_configs:\n{jobs}"
     )
-    port = _free_port()
+    port = free_port()
     log = (tmp_path / "prometheus.log").open("wb")
     server = subprocess.Popen(
         [binary, f"--config.file={config}", f"--storage.tsdb.path={tmp_path / 'tsdb'}",

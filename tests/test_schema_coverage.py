@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -10,7 +13,10 @@ from diskprobe.collectors.io import IoCollector
 from diskprobe.metric import FieldValue, Metric
 from diskprobe.runtime import Runtime
 from diskprobe.schema import FS, MEASUREMENTS, FieldSpec, MeasurementSpec
+
 from schema_coverage import PLUGIN_NAME, Emitted, collector_classes, unemitted_names, unknown_names
+
+TESTS = Path(__file__).resolve().parent
 
 
 def _everything() -> Emitted:
@@ -73,3 +79,74 @@ def test_every_collector_and_the_runtime_are_observed(pytestconfig: pytest.Confi
         assert hasattr(vars(cls)["collect"], "__wrapped__"), cls
     assert hasattr(IoCollector.collect, "__wrapped__")
     assert hasattr(Runtime.gather, "__wrapped__")
+
+
+# -- the whole check, in a pytest run of its own, with and without xdist workers ----------------
+
+CONFTEST = """
+import sys
+sys.path.insert(0, {tests!r})
+import schema_coverage
+
+def pytest_configure(config):
+    schema_coverage.register(config)
+"""
+EMITTING_TEST = """
+from diskprobe.metric import Metric
+from diskprobe.schema import MEASUREMENTS
+from schema_coverage import PLUGIN_NAME
+
+SAMPLES = {{"float": 1.0, "int": 1, "bool": True, "str": "x"}}
+LEFT_OUT = {left_out!r}
+
+
+def test_emits_its_share(pytestconfig):
+    emitted = pytestconfig.pluginmanager.get_plugin(PLUGIN_NAME).emitted
+    for spec in MEASUREMENTS[{share}::2]:
+        fields = {{f.name: SAMPLES[f.type] for f in spec.fields if f.name != LEFT_OUT}}
+        emitted.record(Metric(spec.name, {{t.name: "t" for t in spec.tags}}, fields, 1))
+"""
+
+
+def _suite(tmp_path: Path, left_out: str) -> Path:
+    """A suite of two files, each emitting every name of half the measurements (all the
+    schema together, but `left_out`): with two workers each half is on its own worker."""
+    (tmp_path / "tests").mkdir(parents=True)
+    (tmp_path / "pytest.ini").write_text("[pytest]\ntestpaths = tests\n")
+    (tmp_path / "tests" / "conftest.py").write_text(CONFTEST.format(tests=str(TESTS)))
+    for share in (0, 1):
+        text = EMITTING_TEST.format(left_out=left_out, share=share)
+        (tmp_path / "tests" / f"test_half_{share}.py").write_text(text)
+    return tmp_path
+
+
+def _run(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args],
+        cwd=project, capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+
+
+XDIST = ["-n", "2", "--dist", "loadfile"]
+
+
+def test_the_session_check_passes_on_everything_and_fails_on_a_name_never_emitted(
+    tmp_path: Path,
+) -> None:
+    """With two xdist workers, each emitting half of the schema: the controller merges them."""
+    complete = _run(_suite(tmp_path / "complete", left_out=""), *XDIST, "-v")
+    assert complete.returncode == 0, complete.stdout
+    assert "every one of the schema's" in complete.stdout
+    assert "[gw0]" in complete.stdout and "[gw1]" in complete.stdout, complete.stdout
+    missing = _run(_suite(tmp_path / "missing", left_out="avail_bytes"), *XDIST)
+    assert missing.returncode == 1, missing.stdout
+    assert f"field {FS.name}.avail_bytes" in missing.stdout
+    assert "no collector emitted it" in missing.stdout
+    partial = _run(_suite(tmp_path / "partial", left_out="avail_bytes"), *XDIST, "-k", "half")
+    assert partial.returncode == 0 and "partial run (-k)" in partial.stdout, partial.stdout
+
+
+def test_without_xdist_a_name_never_emitted_fails_the_run(tmp_path: Path) -> None:
+    missing = _run(_suite(tmp_path, left_out="avail_bytes"))
+    assert missing.returncode == 1, missing.stdout
+    assert f"field {FS.name}.avail_bytes" in missing.stdout

@@ -528,7 +528,10 @@ def test_threshold_overrides_change_the_verdict(
 # -- non-blocking ------------------------------------------------------------------------------
 
 
-NOT_WAITING_SEC = 0.4  # each fake smartctl takes 0.5 s: a collect that waited takes longer
+# Each fake smartctl takes SLOW_READ_SEC: a collect that waited for one takes longer than
+# NOT_WAITING_SEC, which is long beside what a loaded machine adds to a collect.
+SLOW_READ_SEC = 3.0
+NOT_WAITING_SEC = 1.5
 
 
 def test_non_blocking_collect_returns_at_once_and_points_arrive_later(
@@ -536,7 +539,7 @@ def test_non_blocking_collect_returns_at_once_and_points_arrive_later(
 ) -> None:
     cases = add_trio(fake)
     for case in cases.values():
-        set_behaviour(case, "slow 0.5")
+        set_behaviour(case, f"slow {SLOW_READ_SEC}")
     rig = make_rig(fake, tmp_path / "state.json", blocking=False, devices=[d for _, d, _ in TRIO])
     started = time.monotonic()
     first = rig.collect()
@@ -544,7 +547,7 @@ def test_non_blocking_collect_returns_at_once_and_points_arrive_later(
     assert first.metrics == []
 
     arrived: dict[str, Metric] = {}
-    deadline = started + 10.0
+    deadline = started + SLOW_READ_SEC + 20.0
     while len(arrived) < 3 and time.monotonic() < deadline:
         time.sleep(0.05)
         tick = time.monotonic()
@@ -554,7 +557,7 @@ def test_non_blocking_collect_returns_at_once_and_points_arrive_later(
     waited = time.monotonic() - started
     rig.close()
     assert set(arrived) == {"sda", "sdb", "nvme0"}
-    assert waited >= 0.5
+    assert waited >= SLOW_READ_SEC
     assert all(point.fields["verdict"] == "ok" for point in arrived.values())
     assert calls_per_device(fake) == {device: 1 for _, device, _ in TRIO}
 

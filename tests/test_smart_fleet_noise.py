@@ -34,6 +34,9 @@ from smart_harness import call_device
 
 from helpers import smart_verdict
 
+# One worker for the whole file under xdist: its module fixture is set up once (lanes.py).
+pytestmark = pytest.mark.xdist_group("test_smart_fleet_noise")
+
 NOISE_BUDGET_PERCENT = 2  # clean drives that may warn or fail, at most
 NOT_OK = ("warn", "fail")
 NVME_VALUES = ("critical_warning", "media_errors")  # every NVMe read must carry them

@@ -37,6 +37,9 @@ from smart_harness import GOLDEN_JSON
 
 from helpers import assert_schema, smart_verdict
 
+# One worker for the whole file under xdist: its module fixture is set up once (lanes.py).
+pytestmark = pytest.mark.xdist_group("test_smart_golden")
+
 CASES = golden_cases()
 IDS = [case_id(case) for case in CASES]
 

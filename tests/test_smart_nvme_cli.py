@@ -559,7 +559,7 @@ def test_permission_warning_names_nvme_not_smartctl(
 
 
 FAKE_SMARTCTL = """\
-#!/usr/bin/env python3
+#!/usr/bin/python3 -IS
 import json, os, sys
 with open(os.environ["FAKE_SMARTCTL_CALLS"], "a") as log:
     log.write(json.dumps(sys.argv[1:]) + "\\n")

@@ -67,6 +67,36 @@ OVERVIEW: dict[str, tuple[str, tuple[str, ...]]] = {
 }
 
 
+def _synopsis_item(action: argparse.Action) -> str:
+    """One bracketed item of the synopsis: `[doctor|sudoers]`, `[--once]`, `[--url URL]`."""
+    choices = "|".join(str(choice) for choice in action.choices or ())
+    if not action.option_strings:
+        return f"[{choices}]"
+    flag = max(action.option_strings, key=len)
+    if action.nargs == 0:
+        return f"[{flag}]"
+    return f"[{flag} {choices or action.metavar or action.dest.upper()}]"
+
+
+def command_line() -> str:
+    """The README's command-line synopsis and option table, from the parser itself."""
+    from diskprobe.cli import build_parser
+
+    actions = [a for a in build_parser()._actions if not isinstance(a, argparse._HelpAction)]
+    lines, current = [], "diskprobe"
+    for item in map(_synopsis_item, actions):
+        if len(current) + 1 + len(item) > 92:
+            lines.append(current)
+            current = " " * len("diskprobe")
+        current += " " + item
+    rows = ["| argument | what it does |", "| --- | --- |"]
+    for action in actions:
+        item = _synopsis_item(action)[1:-1].replace("|", "\\|")
+        what = (action.help or "").replace("|", "\\|")
+        rows.append(f"| `{item}` | {what} |")
+    return "```text\n" + "\n".join([*lines, current]) + "\n```\n\n" + "\n".join(rows) + "\n"
+
+
 def _code_list(names: list[str]) -> str:
     return ", ".join(f"`{name}`" for name in names) if names else "none"
 
@@ -130,6 +160,7 @@ def _collectd_mapping() -> str:
 
 # Every generated block of the Markdown files: (file, block name, renderer).
 BLOCKS: tuple[tuple[str, str, Callable[[], str]], ...] = (
+    ("README.md", "command-line", command_line),
     ("README.md", "sample-config", sample_config_block),
     ("README.md", "metrics-overview", metric_overview),
     ("docs/metrics.md", "metrics", metric_tables),

@@ -30,7 +30,8 @@ ONCE_DEFAULT_INTERVAL = 1.0
 DEFAULT_GC_THRESHOLD = (700, 10, 10)  # CPython's own; set again in case an embedder changed it
 
 
-def _parser() -> argparse.ArgumentParser:
+def build_parser() -> argparse.ArgumentParser:
+    """The command line; the README's synopsis is generated from it (tests/update_generated.py)."""
     parser = argparse.ArgumentParser(
         prog="diskprobe",
         description="Disk I/O, filesystem and SMART probe for Telegraf execd / collectd exec.",
@@ -42,7 +43,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--user", action="append", metavar="NAME",
                         help="sudoers: the agent's user (repeatable; default: telegraf)")
     parser.add_argument("--config", metavar="FILE", help="TOML configuration file")
-    parser.add_argument("--once", action="store_true", help="two samples, one batch, exit")
+    parser.add_argument("--once", action="store_true",
+                        help="two samples one --interval apart (1s), one batch, exit 0")
     parser.add_argument("--interval", metavar="DURATION", help='e.g. "10s" (overrides config)')
     parser.add_argument("--trigger", choices=("interval", "stdin"), help="what starts a batch")
     parser.add_argument("--format", choices=FORMATS, help="output format (default influx)")
@@ -63,7 +65,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--token-file", metavar="FILE", help="InfluxDB token (else INFLUX_TOKEN)")
     parser.add_argument("--debug", action="store_true", default=None, help="log D! lines")
     parser.add_argument("--sample-config", action="store_true", help="print a commented config")
-    parser.add_argument("--version", action="version", version=f"diskprobe {__version__}")
+    parser.add_argument("--version", action="version", version=f"diskprobe {__version__}",
+                        help="print the version and exit")
     return parser
 
 
@@ -171,7 +174,7 @@ def run(config: AgentConfig, once: bool, log: Logger) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    args = build_parser().parse_args(argv)
     closed = plug_closed_std_fds()  # before anything opens a file that could become fd 1
     log = Logger()
     problem = stdout_problem(closed)

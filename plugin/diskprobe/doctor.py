@@ -120,6 +120,13 @@ def check_smart(report: Report, config: AgentConfig) -> None:
     report.line("OK", f"smartctl {path}, version {'.'.join(map(str, version or ())) or '?'}")
     specs = parse_scan(runner.run(["--scan-open"]).stdout)
     report.line("INFO", f"SMART drives found by --scan-open: {len(specs)}")
+    if not specs:
+        report.line(
+            "INFO",
+            "no SMART-capable drives: virtual disks (virtio, Xen, VMware) and many USB "
+            "bridges have none; I/O and filesystem metrics are unaffected, and "
+            "[smart] enabled = false stops the scans",
+        )
     for spec in specs:
         try:
             read = read_json(spec, runner, config.smart.nocheck)

@@ -62,6 +62,10 @@ class Logger:
         if self.first_time(key):
             self.warn(message)
 
+    def info_once(self, key: str, message: str) -> None:
+        if self.first_time(key):
+            self.info(message)
+
     def debug_once(self, key: str, message: str) -> None:
         if self.debug_enabled and self.first_time(key):
             self.debug(message)

@@ -12,14 +12,17 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import statistics
 import subprocess
+import sys
 import threading
 import time
 import urllib.request
 from pathlib import Path
 from typing import Sequence
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests/: ports.py
+from ports import free_port
 
 TICKS = os.sysconf("SC_CLK_TCK")
 NODE_EXPORTER = shutil.which("prometheus-node-exporter") or "/usr/bin/prometheus-node-exporter"
@@ -65,12 +68,6 @@ def _wait_or_kill(process: subprocess.Popen[bytes], seconds: float) -> None:
     except subprocess.TimeoutExpired:
         process.kill()
         process.wait()
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 class NodeExporter:
@@ -165,29 +162,47 @@ def diskprobe_env(roots: dict[str, str]) -> dict[str, str]:
     return env
 
 
-class Rounds:
-    """Per-round CPU seconds of two tools over the same cycles; the ratio ours / theirs."""
+CPU_TICK_SEC = 1 / os.sysconf("SC_CLK_TCK")  # /proc/<pid>/stat counts CPU in these ticks
+MIN_TICKS = 10  # a round where either tool used fewer is off by more than 10 %: not a figure
 
-    def __init__(self, ours: str, theirs: str) -> None:
-        self.ours, self.theirs = ours, theirs
+
+class Rounds:
+    """Per-round seconds of two tools over the same cycles; the ratio ours / theirs.
+
+    A round in which either tool's time is under MIN_TICKS of `resolution` (a CPU tick by
+    default; wall clocks pass a finer one) gives no ratio: it says "too short to measure"
+    instead of a figure made of a tick or two, or of none (a ratio of 0.000)."""
+
+    def __init__(self, ours: str, theirs: str, resolution: float = CPU_TICK_SEC) -> None:
+        self.ours, self.theirs, self.resolution = ours, theirs, resolution
         self.rows: list[tuple[float, float, int]] = []  # (ours s, theirs s, cycles)
         self.note = ""  # printed under the ratios
 
     def add(self, ours_sec: float, theirs_sec: float, cycles: int) -> None:
         self.rows.append((ours_sec, theirs_sec, cycles))
 
+    def _measurable(self, ours: float, theirs: float) -> bool:
+        return min(ours, theirs) >= MIN_TICKS * self.resolution
+
     def ratios(self) -> list[float]:
-        return [ours / theirs for ours, theirs, _ in self.rows if theirs > 0]
+        return [ours / theirs for ours, theirs, _ in self.rows if self._measurable(ours, theirs)]
 
     def report(self, what: str, target: float | None = None) -> str:
-        per_cycle = [(o * 1000 / n, t * 1000 / n) for o, t, n in self.rows]
-        ratios = self.ratios()
         lines = [f"{what}: {len(self.rows)} rounds of {self.rows[0][2]} cycles"]
-        for index, ((ours, theirs), ratio) in enumerate(zip(per_cycle, ratios), 1):
+        for index, (ours, theirs, cycles) in enumerate(self.rows, 1):
+            ratio = f"ratio {ours / theirs:.3f}" if self._measurable(ours, theirs) else (
+                "too short to measure")  # fmt: skip
             lines.append(
-                f"  round {index}: {self.ours} {ours:7.1f} ms  {self.theirs} {theirs:7.1f} ms"
-                f"  ratio {ratio:.3f}"
+                f"  round {index}: {self.ours} {ours * 1000 / cycles:7.1f} ms  {self.theirs} "
+                f"{theirs * 1000 / cycles:7.1f} ms  {ratio}"
             )
+        ratios = self.ratios()
+        if not ratios:
+            lines.append(
+                f"  ratio {self.ours}/{self.theirs}: too short to measure (in every round "
+                f"one tool took under {MIN_TICKS} x {self.resolution * 1000:g} ms; more cycles)"
+            )
+            return "\n".join(lines + ([self.note] if self.note else []))
         verdict = ""
         if target is not None:
             met = "met" if statistics.median(ratios) <= target else "MISSED"

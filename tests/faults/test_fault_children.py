@@ -104,8 +104,10 @@ def stop(process: subprocess.Popen[bytes], how: str) -> None:
         process.send_signal(signal.SIGTERM if how == "SIGTERM" else signal.SIGINT)
 
 
-# Measured on a loaded 2-core VM: 0.10-0.15 s after the fix, 17 s (or never) before it.
-STOP_BOUND = 1.0
+# Measured on a loaded 2-core VM: 0.10-0.15 s after the fix, 17 s (or never) before it. The
+# promise is a second; the bound adds 2 s for a loaded test machine (tests/faults/
+# test_fault_signals.py says why), far from the 17 s of the bug.
+STOP_BOUND = 3.0
 
 
 @pytest.mark.parametrize("behaviour", ["hang", "holder", "holder setsid"])

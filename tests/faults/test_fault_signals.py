@@ -27,7 +27,11 @@ from diskprobe.serializers.influx import InfluxSerializer
 from faultlib import FakeHost
 
 FS = "diskprobe_fs,"
-STOP_BOUND_SEC = 1.0  # the README's promise; measured 0.05-0.25 s on an idle 2-core VM
+# The README promises exit within a second; measured 0.05-0.25 s on an idle 2-core VM. The
+# bound adds 2 s for a loaded test machine (a CPU hog beside 4 workers on 2 cores: a batch of
+# 3,000 devices then takes several times longer); the bugs these tests catch took 10 s or more
+# (a stop never seen, 2,000 queued batches run first).
+STOP_BOUND_SEC = 3.0
 
 
 @pytest.mark.slow

@@ -8,6 +8,7 @@ from diskprobe.collectors.base import BaseCollector, Collection, CollectorContex
 from diskprobe.config import ProcessIoConfig
 from diskprobe.metric import FieldValue, Metric
 from diskprobe.schema.process_io import PROCESS_IO
+from diskprobe.sources.privileges import ptrace_read_advice
 from diskprobe.sources.procio import (
     Details,
     MalformedIo,
@@ -154,8 +155,8 @@ class ProcessIoCollector(BaseCollector[ProcessIoConfig]):
         if scan.denied and self._log.first_time("process_io-denied"):
             self._log.info(
                 f"process_io: {scan.denied} of {scan.denied + len(scan.raw)} processes "
-                "are unreadable (permission denied on /proc/<pid>/io: run as root or with "
-                "CAP_SYS_PTRACE to see them); they are left out"
+                f"are unreadable (permission denied on /proc/<pid>/io: {ptrace_read_advice()}); "
+                "they are left out"
             )
 
     def _log_unparsed(self) -> None:

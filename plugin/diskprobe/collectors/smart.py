@@ -28,6 +28,12 @@ from diskprobe.smart.workers import DaemonPool
 
 __all__ = ["PERMISSION_HELP", "SmartCollector"]  # PERMISSION_HELP: `diskprobe doctor` says it
 
+NO_DRIVES = (
+    "smart: no drives found (smartctl --scan-open lists none: virtual disks such as virtio, "
+    "Xen or VMware ones have no SMART), so no diskprobe_smart points; `diskprobe doctor` "
+    "shows what smartctl sees, and [smart] enabled = false stops the scans"
+)
+
 
 class SmartCollector(BaseCollector[SmartConfig]):
     name = "smart"
@@ -176,6 +182,8 @@ class SmartCollector(BaseCollector[SmartConfig]):
         specs, refused = scan_specs(result.stdout)
         for reason in refused:
             self._refused(reason)
+        if not specs and result.exit_status == 0:
+            self._log.info_once("smart-none", NO_DRIVES)
         return specs
 
     # -- results (main thread) ------------------------------------------------------------------

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 FIELD_TYPES = {"float": float, "int": int, "bool": bool, "str": str}
 GAUGE = "gauge"  # a value as of the sample: a rate, a level, a reading
@@ -46,8 +46,11 @@ class MeasurementSpec:
     tags: tuple[TagSpec, ...]
     fields: tuple[FieldSpec, ...]
     series_tags: tuple[str, ...] = ()
+    # name -> spec, for field(): a lookup per field of every point (serializers, checks)
+    _by_name: dict[str, FieldSpec] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "_by_name", {spec.name: spec for spec in self.fields})
         if not self.name.startswith(MEASUREMENT_PREFIX):
             raise ValueError(f"measurement {self.name!r} does not start with {MEASUREMENT_PREFIX}")
         tag_names = {tag.name for tag in self.tags}
@@ -56,7 +59,7 @@ class MeasurementSpec:
             raise ValueError(f"{self.name}: series tags {unknown} are not among its tags")
 
     def field(self, name: str) -> FieldSpec | None:
-        return next((spec for spec in self.fields if spec.name == name), None)
+        return self._by_name.get(name)
 
 
 def field_spec(name: str, type_: str, unit: str, description: str) -> FieldSpec:
