@@ -78,6 +78,7 @@ LAYERS = {
     "doctor": ENTRY,
     "sudoers": ENTRY,
     "guard": ENTRY,
+    "guard_units": ENTRY,  # DiskGuard's sizes and percentages
     "integrations.*": ENTRY,
 }
 

@@ -207,8 +207,12 @@ def test_tag_values_map_one_to_one(device: str, attribute: str) -> None:
 
 
 def test_odd_bytes_stay_distinct() -> None:
-    # A mount name decoded with surrogateescape must not collide with the real character.
-    assert escape_path("/\udcc3\udca9") != escape_path("/é")
+    """A byte that is not UTF-8 (decoded with surrogateescape) never collides with a real
+    character: b"\\xff" is %FF, "ÿ" (U+00FF, two bytes in UTF-8) %C3%BF. Names are bytes: two
+    strings of the same bytes are one name, whichever way they were decoded (issue #25)."""
+    assert escape_path("/\udcff") == "%FF" and escape_path("/ÿ") == "%C3%BF"
+    assert escape_path(os.fsdecode(b"/\xff\xc3\xa9")) == "%FF%C3%A9"
+    assert escape_path("/\udcc3\udca9") == escape_path("/é")  # the bytes of "é", twice
 
 
 def test_names_collectd_would_refuse_are_shortened_and_stay_distinct() -> None:

@@ -222,22 +222,25 @@ def test_influxdb_rejects_a_tag_value_ending_in_backslash(
     assert measurements(server, db) == []
 
 
-def test_trailing_backslash_is_stripped_from_tag_values_and_keys(
+def test_trailing_backslash_becomes_percent_5c_in_values_and_is_stripped_from_keys(
     influx_db: tuple[InfluxServer, str],
 ) -> None:
+    """A tag value's trailing backslashes are written %5C (issue #25: stripped, "vda\\" and
+    "vda" were one series); a tag key's, which are diskprobe's own names, are still dropped."""
     server, db = influx_db
     metric = Metric(
         "trailing",
-        {"device": "vda\\", "model": "x\\\\", "only": "\\\\", "key\\": "k"},
+        {"device": "vda\\", "model": "x\\\\", "only": "\\\\", "key\\": "k", "plain": "vda"},
         {"field\\": 1.0},
         TIME_NS,
     )
     body = write_ok(server, db, metric)
-    assert body == f"trailing,device=vda,key=k,model=x field=1.0 {TIME_NS}\n".encode()
-    assert tag_values(server, db, "trailing", "device") == ["vda"]
-    assert tag_values(server, db, "trailing", "model") == ["x"]
-    # A value of nothing but backslashes is empty once stripped: the tag is left out.
-    assert sorted(tag_keys(server, db, "trailing")) == ["device", "key", "model"]
+    assert body == (f"trailing,device=vda%5C,key=k,model=x%5C%5C,only=%5C%5C,plain=vda "
+                    f"field=1.0 {TIME_NS}\n").encode()  # fmt: skip
+    assert tag_values(server, db, "trailing", "device") == ["vda%5C"]
+    assert tag_values(server, db, "trailing", "model") == ["x%5C%5C"]
+    assert tag_values(server, db, "trailing", "plain") == ["vda"]  # apart from "vda\\"
+    assert sorted(tag_keys(server, db, "trailing")) == ["device", "key", "model", "only", "plain"]
     assert field_types(server, db, "trailing") == {"field": "float"}
 
 
@@ -253,12 +256,12 @@ def test_influxdb_rejects_a_raw_newline_in_a_tag_value(
     assert measurements(server, db) == ["b"]
 
 
-def test_control_characters_in_tag_values_become_backslash_sequences(
+def test_control_characters_in_tag_values_become_percent_escapes(
     influx_db: tuple[InfluxServer, str],
 ) -> None:
-    """The serializer writes newline, CR and tab as `\\n`, `\\r`, `\\t`; InfluxDB 1.x has no
-    such escapes and stores the two characters. Lossy, and a real newline and a literal
-    backslash-n end up as the same tag value (the same series)."""
+    """InfluxDB 1.x has no escape for newline, CR or tab in a tag value: the serializer wrote
+    `\\n`, stored as the two characters, so a real newline and a literal backslash-n were one
+    series. Now %0A, %0D, %09 (a literal "%" is %25): two values, two series (issue #25)."""
     server, db = influx_db
     first, second = next(_times), next(_times)
     written = [
@@ -267,10 +270,11 @@ def test_control_characters_in_tag_values_become_backslash_sequences(
     ]
     body = write_ok(server, db, *written)
     assert body.count(b"\n") == 2, "a raw newline inside a line"
-    assert tag_values(server, db, "control", "model") == ["line1\\nline2\\rx\\ty"]
+    assert sorted(tag_values(server, db, "control", "model")) == [
+        "line1%0Aline2%0Dx%09y", "line1\\nline2\\rx\\ty"]  # fmt: skip
     rows = select_all(server, db, "control")
     assert [(row["time"], row["model"]) for row in rows] == [
-        (first, "line1\\nline2\\rx\\ty"),
+        (first, "line1%0Aline2%0Dx%09y"),
         (second, "line1\\nline2\\rx\\ty"),
     ]
 

@@ -64,6 +64,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Callable
 
+import psutil
 import pytest
 
 from diskprobe.collectors.base import Collection, CollectorContext
@@ -117,6 +118,13 @@ CADENCE_SEC = 2.0
 CADENCE_TOLERANCE_SEC = 0.8  # under LOOP_TIMEOUT_MS: no batch waited for the hung mount
 BATCH_FS_DURATION_MS = 800.0  # under LOOP_TIMEOUT_MS: a later batch never waits for the stuck mount
 EXIT_TIMEOUT_SEC = 2.0  # diskprobe exits this soon after EOF on stdin, stuck statfs or not
+
+
+def _ours_or_gone(pid: int) -> bool:
+    try:
+        return os.getpid() in (parent.pid for parent in psutil.Process(pid).parents())
+    except psutil.NoSuchProcess:
+        return True
 
 
 def _require_fuse() -> None:
@@ -259,8 +267,11 @@ class HungMount:
         self.flag.unlink(missing_ok=True)
 
     def callers(self) -> list[int]:
-        """The process behind each statfs request the daemon received, in order."""
-        return [int(pid) for pid in self.calls.read_text(encoding="ascii").split()]
+        """The process behind each statfs request the daemon received, in order: those of
+        this test's process tree (or gone since). A process of someone else's that lists the
+        mounts, a diskprobe agent left running on a developer's machine, say, is not ours."""
+        pids = [int(pid) for pid in self.calls.read_text(encoding="ascii").split()]
+        return [pid for pid in pids if _ours_or_gone(pid)]
 
     def calls_from(self, pid: int) -> int:
         """statfs requests the daemon received from process `pid`."""

@@ -32,6 +32,7 @@ from diskprobe.config import CgroupIoConfig, IoConfig, PressureConfig, ProcessIo
 from diskprobe.log import Logger
 from diskprobe.metric import Metric
 from diskprobe.roots import HostRoots
+from diskprobe.serializers import FORMATS, make_serializer
 from diskprobe.smart import json_parser, nvme_smart_log, text_parser
 from diskprobe.smart.afr import load_afr_table
 from diskprobe.smart.metrics import Judged, attribute_metrics, smart_metric
@@ -71,8 +72,8 @@ def mutated(draw: st.DrawFn, text: str) -> str:
             lines[index] = lines[index][: draw(st.integers(0, len(lines[index])))]
         elif kind == "duplicate":
             lines.insert(index, lines[index])
-        elif kind == "bytes":
-            noise = draw(st.binary(max_size=12)).decode("latin-1")
+        elif kind == "bytes":  # any bytes: those that are not UTF-8 kept as they are
+            noise = draw(st.binary(max_size=12)).decode("utf-8", "surrogateescape")
             at = draw(st.integers(0, len(lines[index])))
             lines[index] = lines[index][:at] + noise + lines[index][at:]
         else:
@@ -83,8 +84,8 @@ def mutated(draw: st.DrawFn, text: str) -> str:
 def broken(text: str) -> st.SearchStrategy[bytes]:
     """Mutated text in one of the encodings a fake or damaged file may have, or noise."""
     return st.one_of(
-        mutated(text).map(lambda t: t.encode("utf-8", "surrogatepass")),
-        mutated(text).map(lambda t: t.encode("utf-16")),
+        mutated(text).map(lambda t: t.encode("utf-8", "surrogateescape")),
+        mutated(text).map(lambda t: t.encode("utf-16", "surrogatepass")),
         st.binary(max_size=300),
     )
 
@@ -100,8 +101,16 @@ def fuzz(strategy: st.SearchStrategy[object]) -> Callable[[Callable[..., None]],
     return make
 
 
+def assert_serializable(metrics: list[Metric]) -> None:
+    """Every output format writes the batch as valid UTF-8, whatever bytes the sources read."""
+    for name in FORMATS:
+        serializer = make_serializer(name, env={"COLLECTD_HOSTNAME": "fuzz"}, interval=10.0)
+        serializer.serialize(metrics).encode("utf-8")
+
+
 def assert_finite(metrics: list[Metric]) -> None:
     assert_schema(metrics)
+    assert_serializable(metrics)
     for metric in metrics:
         for name, value in metric.fields.items():
             if isinstance(value, float):
@@ -133,7 +142,9 @@ def tmp(tmp_path_factory: pytest.TempPathFactory) -> Path:
 DISKSTATS = (FIXTURES / "procfs_mixed" / "proc" / "diskstats").read_text()
 
 
-def _io(tmp: Path, samples: list[bytes], elapsed: float) -> None:
+def _io(tmp: Path, samples: list[bytes], elapsed: float, udev: bytes = b"") -> None:
+    # ram0 (1:0) is the fixture's first device: its udev entry holds any bytes (model, serial)
+    write(tmp / "run" / "udev" / "data" / "b1:0", udev)
     clock = FakeClock()
     context = CollectorContext(roots(tmp), quiet(), clock=Clock(clock))
     collector = IoCollector(IoConfig(exclude=[], counters=True), context)
@@ -149,11 +160,12 @@ def _io(tmp: Path, samples: list[bytes], elapsed: float) -> None:
             assert metric.fields.get("queue_size", 0.0) <= MAX_QUEUE_DEPTH  # type: ignore[operator]
 
 
+UDEV = "E:ID_MODEL=Samsung_SSD_860\nE:ID_SERIAL_SHORT=S3Z9NB0K123456\n"
 diskstats_case = st.tuples(st.lists(broken(DISKSTATS), min_size=2, max_size=3),
-                           st.sampled_from([0.01, 1.0, 10.0]))  # fmt: skip
+                           st.sampled_from([0.01, 1.0, 10.0]), broken(UDEV))  # fmt: skip
 
 
-def _diskstats(case: tuple[list[bytes], float]) -> None:
+def _diskstats(case: tuple[list[bytes], float, bytes]) -> None:
     _io(Path(os.environ["FUZZ_TMP"]) / "io", *case)
 
 
@@ -166,9 +178,13 @@ MOUNTINFO = (FIXTURES / "mountinfo_escapes" / "proc" / "1" / "mountinfo").read_t
 
 
 def _mountinfo(data: bytes) -> None:
-    mounts = parse_mountinfo(data.decode("utf-8", "replace"))
+    mounts = parse_mountinfo(data.decode("utf-8", "surrogateescape"))  # as read_mountinfo
+    points = []
     for target in select_mounts(mounts, ignore_fs=["proc"], prefix="/host"):
         assert "\0" not in target.stat_path
+        tags = {"path": target.path, "fstype": target.fstype, "device": target.device}
+        points.append(Metric("diskprobe_fs", tags, {"responsive": False}, 1))
+    assert_serializable(points)
 
 
 test_mountinfo_quick, test_mountinfo_slow = fuzz(broken(MOUNTINFO))(_mountinfo)
@@ -242,8 +258,28 @@ PROC_IO = ("rchar: 1948\nwchar: 0\nsyscr: 7\nsyscw: 0\nread_bytes: 4096\nwrite_b
            "cancelled_write_bytes: 0\n")  # fmt: skip
 
 
-def _process_io(samples: list[bytes]) -> None:
+OWN_STAT = Path("/proc/self/stat").read_bytes()
+OWN_STATUS = Path("/proc/self/status").read_bytes()
+
+
+def _fake_process(proc: Path, name: bytes, cmdline: bytes, cgroup: bytes) -> None:
+    """Pid 4242 for psutil: this process's stat and status, with any bytes as its name (comm
+    in stat, as the kernel writes it: at most 15 bytes, no newline), command line and cgroup."""
+    comm = name.replace(b"\n", b"")[:15]
+    write(proc / "4242" / "stat", b"4242 (" + comm + OWN_STAT[OWN_STAT.rindex(b")") :])
+    write(proc / "4242" / "status", OWN_STATUS)
+    write(proc / "4242" / "comm", comm + b"\n")
+    write(proc / "4242" / "cmdline", cmdline)
+    write(proc / "4242" / "cgroup", cgroup)
+
+
+def _process_io(case: tuple[list[bytes], bytes, bytes, bytes]) -> None:
+    samples, name, cmdline, cgroup = case
     tmp = Path(os.environ["FUZZ_TMP"]) / "procio"
+    _fake_process(tmp / "proc", name, cmdline, cgroup)
+    for system_file in ("stat", "uptime"):  # psutil's boot time and clock ticks
+        if not (tmp / "proc" / system_file).exists():
+            write(tmp / "proc" / system_file, Path("/proc", system_file).read_bytes())
     clock = FakeClock()
     config = ProcessIoConfig(min_bytes_per_sec=0)
     context = CollectorContext(roots(tmp), quiet(), clock=Clock(clock))
@@ -254,9 +290,15 @@ def _process_io(samples: list[bytes]) -> None:
         assert_finite(collector.collect().metrics)
 
 
-test_process_io_quick, test_process_io_slow = fuzz(
-    st.lists(broken(PROC_IO), min_size=2, max_size=3)
-)(_process_io)
+# The io file as ever; the name, command line and cgroup as any bytes (issue #25: a name that
+# is not UTF-8 ended the agent at its output).
+process_case = st.tuples(
+    st.lists(broken(PROC_IO), min_size=2, max_size=3),
+    st.binary(max_size=20),
+    st.binary(max_size=60),
+    st.one_of(st.binary(max_size=40), st.binary(max_size=20).map(lambda b: b"0::/" + b)),
+)
+test_process_io_quick, test_process_io_slow = fuzz(process_case)(_process_io)
 
 # -- SMART: smartctl JSON and text, nvme-cli JSON (captures mutated) --------------------------
 
@@ -284,7 +326,10 @@ SMART_TEXT = _captures(TESTS / "golden" / "smart-text", "response.txt")
 NVME_JSON = [path.read_text() for path in sorted((FIXTURES / "nvme-cli").glob("*.json"))]
 
 JSON_HOSTILE = ["NaN", "Infinity", "-Infinity", "1e400", "9" * 5000, "-1", "1.5", "null",
-                '"x"', "[]", "{}", "true", '"1e400"', '"NaN"', "18446744073709551616"]  # fmt: skip
+                '"x"', "[]", "{}", "true", '"1e400"', '"NaN"', "18446744073709551616",
+                # raw bytes in a vendor string, as the runner decodes them (surrogateescape),
+                # and a JSON escape of a lone surrogate
+                '"Bad\udcffModel\udc80"', '"\\ud800x"', '"50% \\u00e9"']  # fmt: skip
 
 
 Slot = tuple[dict[str, object], str]

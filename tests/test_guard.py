@@ -1,7 +1,8 @@
 """diskprobe.guard.DiskGuard: sizes, thresholds, reasons, caching and the forecast threshold.
 
 statvfs is injected (ThreadStatfs with a fake) so every number is known; mounts are real
-(/proc/self/mountinfo), and the path is "/" or a temporary directory.
+(/proc/self/mountinfo), and the path is "/" or a temporary directory; the read-only and
+unmounted cases mount real filesystems (root).
 """
 
 from __future__ import annotations
@@ -10,14 +11,15 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import pytest
 
 from diskprobe.guard import DiskGuard, format_size, parse_size
 from diskprobe.sources.statfs import StatfsProber, ThreadStatfs
 
-from helpers import FakeClock
+from ci import skip_or_fail
+from helpers import FakeClock, loop_ext4
 
 BLOCK = 4096
 
@@ -177,3 +179,59 @@ def test_importing_diskprobe_imports_no_framework() -> None:
         "assert not bad, bad\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+
+
+# -- mounts that cannot take a checkpoint (issue #25, item 4), on real mounts -------------------
+
+
+@pytest.fixture
+def mount_dir(tmp_path: Path) -> Iterator[Path]:
+    """An empty directory to mount on; whatever is mounted there is unmounted after."""
+    if os.geteuid() != 0:
+        skip_or_fail("needs root to mount")
+    target = tmp_path / "mnt"
+    target.mkdir()
+    yield target
+    while os.path.ismount(target):
+        subprocess.run(["umount", "-l", str(target)], check=False)
+
+
+def _mount_tmpfs(target: Path, options: str) -> None:
+    subprocess.run(["mount", "-t", "tmpfs", "-o", f"size=8m,{options}", "tmpfs", str(target)],
+                   check=True)  # fmt: skip
+
+
+def test_a_read_only_filesystem_is_not_ok(mount_dir: Path) -> None:
+    _mount_tmpfs(mount_dir, "ro")
+    status = DiskGuard(mount_dir / "checkpoints", min_free_bytes=1).check()
+    assert not status.ok
+    assert status.reasons[0] == f"{mount_dir}/checkpoints: {mount_dir} is mounted read-only"
+
+
+def test_a_filesystem_remounted_read_only_is_not_ok(mount_dir: Path) -> None:
+    """As ext4 does on errors (errors=remount-ro): the filesystem's own flag; the
+    superblock's options say "ro"."""
+    with loop_ext4(16 * 1024 * 1024, "diskprobe-guard-ro-", skip_or_fail) as point:
+        guard = DiskGuard(point, min_free_bytes=1, check_every=0)
+        assert guard.check().ok
+        subprocess.run(["mount", "-o", "remount,ro", str(point)], check=True)
+        try:
+            status = guard.check()
+        finally:
+            subprocess.run(["mount", "-o", "remount,rw", str(point)], check=True)
+        assert not status.ok and status.reasons == (f"{point}: {point} is mounted read-only",)
+        assert guard.check().ok  # writable again
+        guard.close()
+
+
+def test_an_unmounted_mount_is_not_ok_and_a_remount_is(mount_dir: Path) -> None:
+    _mount_tmpfs(mount_dir, "rw")
+    guard = DiskGuard(mount_dir, min_free_bytes=1, check_every=0)
+    assert guard.check().ok and guard.check().paths[0].mount_point == str(mount_dir)
+    subprocess.run(["umount", str(mount_dir)], check=True)
+    status = guard.check()
+    assert not status.ok, status  # before: it checked the filesystem below, and said ok
+    assert status.reasons[0].startswith(f"{mount_dir}: {mount_dir} is no longer mounted")
+    _mount_tmpfs(mount_dir, "rw")
+    assert guard.check().ok  # mounted there again
+    guard.close()

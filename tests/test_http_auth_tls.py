@@ -193,6 +193,35 @@ def test_unknown_users_cost_the_users_bcrypt() -> None:
     assert not BasicAuth({"a": make_hash(b"x", cost=4)}).allows(basic(b"zed", b"x"))
 
 
+def test_every_check_costs_the_same_whoever_asks() -> None:
+    """Issue #25, item 6: users of different costs (here 4 and 5). Before, a wrong password of
+    a known cost-4 user cost one cost-4 bcrypt and an unknown user one at 5: the time told
+    which names exist. Now every check, right or wrong, known or not, a password over bcrypt's
+    72 bytes included, runs one bcrypt at each cost, in the same order: counted, not timed."""
+    users = {"low": make_hash(b"pw-low", cost=4), "high": make_hash(b"pw-high", cost=5)}
+    counting = Counting()
+    auth = BasicAuth(users, verify=counting)
+    asked = [(b"low", b"wrong"), (b"high", b"wrong"), (b"nobody", b"wrong"),
+             (b"low", b"pw-low" + b"x" * 80), (b"low", b"pw-low"),
+             (b"high", b"pw-high")]  # fmt: skip
+    results, costs = [], []
+    for user, password in asked:
+        before = len(counting.calls)
+        results.append(auth.allows(basic(user, password)))
+        costs.append([hashed[4:6] for _, hashed in counting.calls[before:]])
+    assert results == [False, False, False, False, True, True]
+    assert all(cost == ["04", "05"] for cost in costs), costs
+
+
+def test_a_password_longer_than_bcrypt_reads_fails() -> None:
+    """bcrypt reads 72 bytes: a longer password whose first 72 are right must not pass (Go's
+    bcrypt refuses it outright); it fails at the same cost as any other failure."""
+    password = b"p" * 72
+    auth = BasicAuth({"alice": make_hash(password, cost=4)})
+    assert auth.allows(basic(b"alice", password))
+    assert not auth.allows(basic(b"alice", password + b"extra"))
+
+
 def test_one_bcrypt_at_a_time() -> None:
     counting = Counting(pause=0.02)
     auth = BasicAuth({"alice": make_hash(b"s3cret")}, verify=counting)

@@ -526,3 +526,19 @@ def test_a_web_config_that_no_longer_loads_at_open_is_one_output_error(tmp_path:
         HttpOutput("127.0.0.1:0", web_config_file=str(web))
     with pytest.raises(OutputFailed, match=r"^http: .*missing\.yml"):
         HttpOutput("127.0.0.1:0", web_config_file=str(tmp_path / "missing.yml"))
+
+
+def test_every_interface_without_auth_is_said_once() -> None:
+    """Issue #25, item 10: `--listen :PORT` binds every interface, without TLS or basic auth,
+    as node_exporter's :9100 does; one I! line says so (and how to restrict it)."""
+    for listen, said in ((":0", True), ("127.0.0.1:0", False)):
+        stream = io.StringIO()
+        output = HttpOutput(listen, Logger(stream))
+        try:
+            lines = stream.getvalue().splitlines()
+            expected = (f"I! http: serving /metrics on every interface ({listen}), without TLS "
+                        "or basic auth: give an address (127.0.0.1:PORT) or --web.config.file "
+                        "to restrict it")  # fmt: skip
+            assert lines == ([expected] if said else []), lines
+        finally:
+            output.close()

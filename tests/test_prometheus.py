@@ -278,7 +278,7 @@ def test_labels_are_escaped_and_strings_become_info_metrics() -> None:
     samples = parse_strict(text)
     (info,) = samples["diskprobe_smart_verdict_info"]
     assert info.value == 1
-    assert info.labels == {"device": odd, "serial": "S\\udcff1", "verdict": 'warn "x"'}
+    assert info.labels == {"device": odd, "serial": "S%FF1", "verdict": 'warn "x"'}
     assert samples["diskprobe_smart_firmware_info"][0].labels["firmware"] == "\\"
     assert value_of(samples, "diskprobe_smart_verdict_code", device=odd) == 1
     assert 'diskprobe_smart_attr_when_failed_info{when_failed=""} 1\n' in text

@@ -141,8 +141,8 @@ def test_discovery_and_exactly_one_smartctl_call_per_drive_per_read(
     assert sum(argv == ["--scan-open"] for argv in calls) == 1
     assert sum(argv == ["--version"] for argv in calls) == 1
     assert all("--json=c" in argv for argv in calls if "/dev/" in " ".join(argv))
-    assert first.agent_fields == {"exec_calls": 5, "exec_failures": 0}
-    assert second.agent_fields == {"exec_calls": 3, "exec_failures": 0}
+    assert first.agent_fields == {"exec_calls": 5, "exec_failures": 0, "reads_skipped": 0}
+    assert second.agent_fields == {"exec_calls": 3, "exec_failures": 0, "reads_skipped": 0}
     assert len(attr_points(first.metrics, "sda")) > 10  # the 860 EVO's attribute table
     assert attr_points(first.metrics, "nvme0") == []
     assert warnings(rig) == []
@@ -171,7 +171,8 @@ def test_hung_smartctl_is_killed_with_its_process_group_at_timeout(
     assert points["sdb"].tags == {"device": "sdb"}  # nothing known about it yet
     assert points["sda"].fields["verdict"] == "ok" and points["nvme0"].fields["verdict"] == "ok"
     assert collection.errors == 1
-    assert collection.agent_fields == {"exec_calls": 4, "exec_failures": 1}  # version + 3
+    assert collection.agent_fields == {  # version + 3
+        "exec_calls": 4, "exec_failures": 1, "reads_skipped": 0}  # fmt: skip
     hung = [line for line in warnings(rig) if "/dev/sdb" in line]
     assert len(hung) == 1 and "timed out after 3s" in hung[0], warnings(rig)
     assert len(warnings(rig)) == 1
@@ -298,7 +299,7 @@ def test_standby_point_has_power_mode_and_the_tags_remembered_from_an_awake_read
     assert asleep.tags["serial"] == "3WJMHZ6L" and asleep.tags["model"] == "WDC  WUH721816ALE6L4"
     assert attr_points(collection.metrics, "sdb") == []
     assert collection.errors == 0 and warnings(rig) == []
-    assert collection.agent_fields == {"exec_calls": 1, "exec_failures": 0}
+    assert collection.agent_fields == {"exec_calls": 1, "exec_failures": 0, "reads_skipped": 0}
     assert calls_per_device(fake) == {HDD[1]: 2}
     assert read_calls(fake)[-1][2:4] == ["-n", "standby"]
 
@@ -360,6 +361,27 @@ def test_garbage_from_one_drive_does_not_switch_the_others_off_json(
     assert points["sdb"].fields.get("verdict") == "ok", points["sdb"]
     assert second.errors == 1
     assert calls_per_device(fake) == {SSD[1]: 2, HDD[1]: 2, NVME[1]: 2}
+
+
+# -- exit bits 0-1 with a body (issue #25, item 8: the docs said no health fields) -----------
+
+
+@pytest.mark.parametrize("bits", [1, 2, 3])
+def test_exit_bits_0_1_with_a_complete_body_still_send_health_and_verdict(
+    fake: Path, tmp_path: Path, bits: int
+) -> None:
+    """smartctl sets bit 1 when, say, a bridge did not answer one IDENTIFY, and still prints
+    what it read: data a read produced is sent, with the bits in exit_status; only a read that
+    produced no drive data at all (no model, serial or counter) is a failed read."""
+    cases = add_trio(fake)
+    (cases["sda"] / "exit_status").write_text(f"{bits}\n")  # the process's, and the JSON's:
+    response = json.loads((cases["sda"] / "response.json").read_text())
+    response["smartctl"]["exit_status"] = bits
+    (cases["sda"] / "response.json").write_text(json.dumps(response))
+    points = smart_points(make_rig(fake, tmp_path / "state.json").collect().metrics)
+    fields = points["sda"].fields
+    assert fields["exit_status"] == bits and fields["verdict"] == "ok", fields
+    assert set(fields) >= HEALTH_FIELDS, fields
 
 
 # -- a drive vanishing between scan and read ---------------------------------------------------
@@ -562,6 +584,40 @@ def test_non_blocking_collect_returns_at_once_and_points_arrive_later(
     assert calls_per_device(fake) == {device: 1 for _, device, _ in TRIO}
 
 
+def test_a_drive_still_being_read_is_skipped_not_read_again(fake: Path, tmp_path: Path) -> None:
+    """Issue #25, item 3: `timeout` longer than `interval` and one slow drive: before, every
+    interval started another smartctl on it (up to `concurrency` at once); now it waits for its
+    read to end, the skips are counted in reads_skipped, and the other drives go on."""
+    cases = add_trio(fake)
+    slow_device = next(device for _, device, tag in TRIO if tag == "sda")
+    set_behaviour(cases["sda"], f"slow {SLOW_READ_SEC}")
+    now = [0.0]
+    rig = make_rig(fake, tmp_path / "state.json", monotonic=lambda: now[0], blocking=False,
+                   devices=[d for _, d, _ in TRIO], interval=1.0, timeout=60.0)  # fmt: skip
+    skipped, arrived, cycles = 0, 0, 0
+    deadline = time.monotonic() + SLOW_READ_SEC + 30.0
+    while not arrived and time.monotonic() < deadline:
+        now[0] += 1.0  # an interval between collects: a read cycle is due at each
+        cycles += 1
+        collection = rig.collect()
+        skipped += int(collection.agent_fields["reads_skipped"])
+        arrived = len([m for m in collection.metrics if m.tags.get("device") == "sda"])
+        time.sleep(0.1)
+    # The collect that took sda's result may have started its next read: let it end (no new
+    # cycle: the clock stands still), so that close() leaves no fake smartctl behind.
+    deadline = time.monotonic() + SLOW_READ_SEC + 30.0
+    while rig.collector._reads and time.monotonic() < deadline:
+        rig.collect()
+        time.sleep(0.1)
+    rig.close()
+    calls = calls_per_device(fake)
+    # The slow drive: its one read, and at most the next one, started by the cycle of the
+    # collect that took the first one's result; every cycle in between skipped it (before:
+    # a new smartctl each cycle, as many as the fast drives got).
+    assert arrived and calls[slow_device] <= 2 and cycles >= 5, (cycles, calls)
+    assert skipped >= 1, (skipped, cycles, calls)
+
+
 # -- the real smartctl -------------------------------------------------------------------------
 
 
@@ -580,7 +636,8 @@ def test_real_smartctl_on_a_host_without_smart_devices(tmp_path: Path) -> None:
     rig.close()
     assert collection.metrics == []
     assert collection.errors == 0 and collection.items == 0
-    assert collection.agent_fields == {"exec_calls": 2, "exec_failures": 0}  # version, scan
+    assert collection.agent_fields == {  # version, scan
+        "exec_calls": 2, "exec_failures": 0, "reads_skipped": 0}  # fmt: skip
     assert warnings(rig) == []
     no_traceback(rig)
 

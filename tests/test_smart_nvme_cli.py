@@ -483,7 +483,7 @@ def test_collector_reads_nvme_with_nvme_cli_when_smartctl_is_missing(
         points, collection = agent.collect()
         assert collection.errors == 0
         assert collection.items == 2
-        assert collection.agent_fields == {"exec_calls": 2, "exec_failures": 0}
+        assert collection.agent_fields == {"exec_calls": 2, "exec_failures": 0, "reads_skipped": 0}
         healthy, failing = points["nvme0"], points["nvme1"]
         assert healthy.tags == {"device": "nvme0", "model": SAMSUNG_MODEL, "protocol": "nvme",
                                 "serial": "S5GXNF0R123456A", "media": "nvme"}  # fmt: skip
@@ -549,7 +549,7 @@ def test_permission_warning_names_nvme_not_smartctl(
     try:
         points, collection = agent.collect()
         assert collection.errors == 1
-        assert collection.agent_fields == {"exec_calls": 2, "exec_failures": 1}
+        assert collection.agent_fields == {"exec_calls": 2, "exec_failures": 1, "reads_skipped": 0}
         assert points["nvme0"].fields == {"exit_status": -1}
         assert points["nvme1"].fields["verdict"] == "ok"
         warning = next(line for line in agent.log().splitlines() if "no permission" in line)

@@ -256,6 +256,9 @@ REFUSED = [
     (f"basic_auth_users:\n  alice: {ALICE.replace('$2y$', '$6$')}\n", 2, "not a bcrypt hash"),
     (f"basic_auth_users:\n  'al:ice': {ALICE}\n", 2, "holds a ':'"),
     (f"basic_auth_users:\n  alice:\n    hash: {ALICE}\n", 3, "expected one value"),
+    # issue #25: an empty list of users meant no authentication at all, silently
+    ("basic_auth_users: {}\n", 1, "basic_auth_users lists no user"),
+    ("basic_auth_users:\n", 1, "basic_auth_users lists no user"),
     ("", 1, "the file holds no settings"),
     ("---\n# nothing but comments\n", 1, "the file holds no settings"),
     ("- a\n- b\n", 1, "the web config: expected a mapping of keys"),

@@ -46,7 +46,7 @@ def in_container(proc: str = "/proc") -> bool:
     if os.path.exists("/.dockerenv") or os.path.exists("/run/.containerenv"):
         return True
     try:
-        with open(os.path.join(proc, "1", "cgroup"), encoding="utf-8") as handle:
+        with open(os.path.join(proc, "1", "cgroup"), encoding="utf-8", errors="replace") as handle:
             text = handle.read()
     except OSError:
         return False

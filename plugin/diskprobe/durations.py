@@ -5,7 +5,8 @@ from __future__ import annotations
 import re
 
 _UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
-_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
+# ASCII digits only, as Go's time.ParseDuration: a regex \d would take Arabic-Indic digits too
+_PART = re.compile(r"([0-9]+(?:\.[0-9]*)?|\.[0-9]+)(ns|us|µs|ms|s|m|h)")
 
 
 def parse_duration(text: str) -> float:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 import time
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence, Union
@@ -24,6 +23,7 @@ from diskprobe.collectors.filesystems import MEASUREMENT, FilesystemsCollector
 from diskprobe.compute.mount_selection import MountTarget, select_mounts
 from diskprobe.config import FilesystemsConfig
 from diskprobe.durations import parse_duration
+from diskprobe.guard_units import Size, format_size, parse_percent, parse_size
 from diskprobe.log import Logger
 from diskprobe.roots import HostRoots
 from diskprobe.sources.mountinfo import Mount, parse_mountinfo
@@ -33,45 +33,7 @@ from diskprobe.state import StateStore
 __all__ = ["DiskGuard", "GuardStatus", "PathStatus", "format_size", "parse_size"]
 logger = logging.getLogger(__name__)  # "diskprobe.guard": allows() and the callbacks log here
 
-Size = Union[int, float, str]
 Duration = Union[int, float, str]
-_SIZE = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*([kmgtp]?)(i?)(b?)\s*$", re.IGNORECASE)
-_POWERS = {"": 0, "k": 1, "m": 2, "g": 3, "t": 4, "p": 5}
-
-
-def parse_size(value: Size) -> int:
-    """Bytes: 123, "20GB" / "20G" (decimal, like df -H), "20GiB" (binary). No percentages."""
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        if value < 0:
-            raise ValueError(f"negative size {value!r}")
-        return int(value)
-    match = _SIZE.match(str(value))
-    if match is None:
-        raise ValueError(f'bad size {value!r} (use e.g. 500000000, "20GB", "20GiB", "5%")')
-    number, prefix, binary, _b = match.groups()
-    if binary and not prefix:
-        raise ValueError(f"bad size {value!r}")
-    base = 1024 if binary else 1000
-    return int(float(number) * base ** _POWERS[prefix.lower()])
-
-
-def _parse_percent(value: Size) -> float:
-    text = str(value).strip()
-    number = float(text[:-1] if text.endswith("%") else text)
-    if not 0 <= number <= 100:
-        raise ValueError(f"percentage {value!r} is not within 0..100")
-    return number
-
-
-def format_size(count: float) -> str:
-    """Decimal, like df -H: "1.2 GB", "20 GB", "512 B"."""
-    value, unit = float(count), "B"
-    for next_unit in ("kB", "MB", "GB", "TB", "PB"):
-        if abs(value) < 1000:
-            break
-        value, unit = value / 1000, next_unit
-    text = f"{value:.0f}" if abs(value) >= 100 or unit == "B" else f"{value:.1f}"
-    return f"{text.removesuffix('.0')} {unit}"
 
 
 @dataclass(frozen=True)
@@ -134,9 +96,9 @@ class DiskGuard:
             raise ValueError("DiskGuard needs at least one path")
         self.paths = [os.fspath(item) for item in items]
         self.min_free_bytes: int | None = None
-        percents = [] if min_free_percent is None else [_parse_percent(min_free_percent)]
+        percents = [] if min_free_percent is None else [parse_percent(min_free_percent)]
         if isinstance(min_free_bytes, str) and min_free_bytes.strip().endswith("%"):
-            percents.append(_parse_percent(min_free_bytes))  # "5%" given as min_free_bytes
+            percents.append(parse_percent(min_free_bytes))  # "5%" given as min_free_bytes
         elif min_free_bytes is not None:
             self.min_free_bytes = parse_size(min_free_bytes)
         self.min_free_percent: float | None = max(percents) if percents else None
@@ -161,6 +123,7 @@ class DiskGuard:
         )  # fmt: skip
         self._wall = wall
         self._low: dict[str, bool] = {}  # allows(what): whether space was low at its last call
+        self._resolved: dict[str, str] = {}  # path -> the mount point it was first found on
 
     def check(self, force: bool = False) -> GuardStatus:
         """The status, measured afresh at most once per check_every seconds."""
@@ -195,7 +158,8 @@ class DiskGuard:
 
     def _measure(self) -> GuardStatus:
         # Our own mount namespace: the paths were given as this process sees them.
-        with open("/proc/self/mountinfo", encoding="utf-8", errors="replace", newline="") as f:
+        mountinfo = "/proc/self/mountinfo"
+        with open(mountinfo, encoding="utf-8", errors="surrogateescape", newline="") as f:
             mounts = parse_mountinfo(f.read())
         points: dict[str, str] = {}
         chosen: dict[str, Mount] = {}
@@ -204,19 +168,41 @@ class DiskGuard:
             if mount is not None:
                 points[path] = mount.mount_point
                 chosen[mount.mount_point] = mount
+                self._resolved.setdefault(path, mount.mount_point)
         self._targets = select_mounts(list(chosen.values()), ignore_fs=[], report_bind_mounts=True)
         fields = {m.tags["path"]: m.fields for m in self._collector.collect().metrics
                   if m.measurement == MEASUREMENT}  # fmt: skip
         self._state.save()
-        statuses = tuple(self._judge(path, points.get(path, ""), fields) for path in self.paths)
+        mounted = {mount.mount_point for mount in mounts}
+        statuses = tuple(
+            self._judge(path, points.get(path, ""), fields, self._mount_problem(
+                path, chosen.get(points.get(path, "")), mounted))
+            for path in self.paths
+        )  # fmt: skip
         reasons = tuple(reason for status in statuses for reason in status.reasons)
         return GuardStatus(not reasons, statuses, reasons, self._wall())
 
-    def _judge(self, path: str, point: str, all_fields: dict[str, Any]) -> PathStatus:
+    def _mount_problem(self, path: str, mount: Mount | None, mounted: set[str]) -> str:
+        """Why a write to `path` would fail whatever the free space: its mount is read-only
+        (a filesystem remounted so after errors), or the mount it was first found on is gone
+        (the path then falls through to the mount below, often "/", where no checkpoint is
+        meant to go). An automounted path stays on its mount point: a check's own lookup
+        mounts it again (docs/training-job.md)."""
+        first = self._resolved.get(path)
+        if first is not None and first not in mounted:
+            now = mount.mount_point if mount is not None else "nothing"
+            return f"{path}: {first} is no longer mounted (the path is now on {now})"
+        if mount is not None and mount.read_only:
+            return f"{path}: {mount.mount_point} is mounted read-only"
+        return ""
+
+    def _judge(
+        self, path: str, point: str, all_fields: dict[str, Any], mount_problem: str = ""
+    ) -> PathStatus:
         got: dict[str, Any] = all_fields.get(point, {}) if point else {}
         avail, used_percent = got.get("avail_bytes"), got.get("used_percent")
         rate, ttf = got.get("fill_rate_bytes_per_sec"), got.get("time_to_full_sec")
-        reasons: list[str] = []
+        reasons: list[str] = [mount_problem] if mount_problem else []
         if not point:
             reasons.append(f"{path}: no mount found for it")
         elif avail is None:

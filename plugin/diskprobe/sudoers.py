@@ -22,7 +22,7 @@ from diskprobe.config import SmartConfig
 from diskprobe.log import Logger
 from diskprobe.roots import HostRoots
 from diskprobe.smart import nvme_cli
-from diskprobe.smart.devices import DriveSpec, scan_specs
+from diskprobe.smart.devices import DriveSpec, node_problem, scan_specs
 from diskprobe.smart.reader import json_args, text_args
 from diskprobe.smart.runner import CommandRunner
 
@@ -111,6 +111,10 @@ def discover(config: SmartConfig, runner: CommandRunner, log: Logger,
             log.error(f"sudoers: `{runner.program} --scan-open` failed (run this as root): {why}")
             return None
         specs, refused = scan_specs(result.stdout)
+    # Again here, however the specs came: a rule lets the agent's user run root's smartctl on
+    # that path, so it must be a device node that user cannot replace (devices.node_problem).
+    refused += [problem for problem in map(node_problem, specs) if problem]
+    specs = [spec for spec in specs if not node_problem(spec)]
     for reason in refused:
         log.warn(f"sudoers: refused drive name: {reason}")
     return [s for s in specs if not any(fnmatch.fnmatchcase(s.path, g) for g in config.exclude)]

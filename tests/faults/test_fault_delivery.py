@@ -208,7 +208,8 @@ def test_batches_dropped_for_the_spool_bound_are_all_reported(
     spool = tmp_path / "spool"
     last = f"{produced:020d}.lp"
     assert wait_for(lambda: (spool / last).exists() or probe.logged(f"#{produced} "), 20)
-    assert probe.logged("dropped the oldest batch") >= 5
+    # One E! for the whole episode (issue #25, item 7: it was one per dropped batch)
+    assert probe.logged("E! output spool: full") == 1
     down = False
     assert wait_for(lambda: not list(spool.glob("*.lp")), 60)
     delivered = len(server.batches())
@@ -216,6 +217,9 @@ def test_batches_dropped_for_the_spool_bound_are_all_reported(
     produced += 1
     assert wait_for(lambda: len(server.batches()) == delivered + 1, 20)
     probe.stop_by_eof()
+    assert probe.logged("E! output spool: full") == 1
+    room = [line for line in list(probe.stderr) if "I! output spool: room again; " in line]
+    assert len(room) == 1 and int(room[0].split("; ")[1].split()[0]) >= 5, room
     assert_every_loss_reported(server, probe, produced)
 
 

@@ -224,6 +224,29 @@ def test_a_malformed_proc_pid_io_drops_only_that_process(
     assert sum("pid 200" in line for line in stderr.splitlines()) == 1, stderr
 
 
+def test_a_short_proc_pid_stat_drops_only_that_process(
+    fake_host: FakeHost, reap: list[subprocess.Popen[bytes]]
+) -> None:
+    """Issue #25, item 5: a stat of 22 fields made psutil raise IndexError, and the whole
+    collector failed (`E! collector process_io: IndexError`) in every batch."""
+    shutil.copyfile("/proc/stat", fake_host.proc / "stat")
+    shutil.copyfile("/proc/uptime", fake_host.proc / "uptime")
+    _process(fake_host, 100, "0")
+    _process(fake_host, 200, "0")
+    stat = (fake_host.proc / "200" / "stat").read_text().split()
+    probe = Probe(fake_host, "process_io", reap)
+    probe.batch()
+    for step in (1, 2, 3):
+        _process(fake_host, 100, str(step * 10_000_000))
+        _process(fake_host, 200, str(step * 10_000_000))
+        (fake_host.proc / "200" / "stat").write_text(" ".join(stat[:22]) + "\n")
+        batch = probe.batch()
+        processes = points(batch, "diskprobe_process_io")
+        assert [f["pid"] for f in processes.values()] == [100.0], batch
+        assert errors(batch, "process_io") == 0
+    assert "E! collector process_io" not in probe.stop()
+
+
 def test_a_bad_psi_line_drops_only_that_line(
     fake_host: FakeHost, reap: list[subprocess.Popen[bytes]]
 ) -> None:

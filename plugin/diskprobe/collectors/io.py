@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import fnmatch
+import os
 import zlib
 from typing import NamedTuple
 
@@ -72,7 +73,8 @@ class IoCollector(BaseCollector[IoConfig]):
         info = read_block_info(self._roots, stat.name, stat.major, stat.minor)
         # Stagger refreshes by name, so thousands of devices seen at once are not all
         # re-read in one cycle an hour later.
-        read_at = now - (zlib.crc32(stat.name.encode()) % 1000) * INFO_REFRESH_SEC / 1000
+        staggered = zlib.crc32(os.fsencode(stat.name)) % 1000  # a name of any bytes
+        read_at = now - staggered * INFO_REFRESH_SEC / 1000
         tags = self._tags(stat.name, info)
         group = peer_group(
             stat.name, info.model, info.rotational, info.is_partition, self.config.peer_groups

@@ -67,6 +67,11 @@ class SmartCollector(BaseCollector[SmartConfig]):
         self._cycle_pool = DaemonPool(1, "smart-cycle")
         self._lock = threading.Lock()
         self._reads: list[Future[DriveRead]] = []
+        # Its own lock: a read's done-callback takes it in a pool thread, while the main
+        # thread may hold _lock waiting for that very read (--once).
+        self._flight_lock = threading.Lock()
+        self._in_flight: set[str] = set()  # drives whose read runs (or waits): one at a time
+        self._skipped = 0  # reads not started for that, counted into the next batch
         self._cycle: Future[None] | None = None
         self._next_read = 0.0
         self._specs: list[DriveSpec] = []
@@ -84,6 +89,8 @@ class SmartCollector(BaseCollector[SmartConfig]):
         collection = Collection()
         with self._lock:
             collection.errors, self._scan_errors = self._scan_errors, 0
+        with self._flight_lock:
+            skipped, self._skipped = self._skipped, 0
         for read in self._finished():
             self._emit(read, collection)
         calls, failures = self._runner.stats.take()
@@ -91,6 +98,7 @@ class SmartCollector(BaseCollector[SmartConfig]):
         collection.agent_fields = {
             "exec_calls": calls + nvme_calls,
             "exec_failures": failures + nvme_failures,
+            "reads_skipped": skipped,
         }
         collection.items = len(self._specs)
         return collection
@@ -124,7 +132,26 @@ class SmartCollector(BaseCollector[SmartConfig]):
             self._smartctl_missing()
             specs = [s for s in specs if nvme_cli.is_nvme(s) and self._nvme.resolved()]
         with self._lock:
-            self._reads += [self._pool.submit(self._reader.read, spec) for spec in specs]
+            for spec in specs:
+                self._submit(spec)
+
+    def _submit(self, spec: DriveSpec) -> None:
+        """One read per drive at a time (the caller holds _lock): a drive whose read still
+        runs (hung, and `timeout` longer than the interval) is skipped, and counted, until it
+        ends."""
+        key = str(spec)
+        with self._flight_lock:
+            if key in self._in_flight:
+                self._skipped += 1
+                return
+            self._in_flight.add(key)
+        future = self._pool.submit(self._reader.read, spec)
+        future.add_done_callback(lambda _: self._landed(key))  # now, if it is done already
+        self._reads.append(future)
+
+    def _landed(self, key: str) -> None:
+        with self._flight_lock:
+            self._in_flight.discard(key)
 
     def _discover(self) -> list[DriveSpec]:
         if self.config.devices:

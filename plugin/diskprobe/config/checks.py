@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import math
+import re
 import urllib.parse
 from dataclasses import fields, replace
 from typing import TYPE_CHECKING, Any, Mapping, Optional
@@ -25,6 +26,8 @@ if TYPE_CHECKING:
 # is a busy loop; above a day nobody is watching. Per-field bounds are in config/sections.py.
 DURATION_BOUNDS = (0.01, 86400.0)
 INT_MAX = 2**63 - 1  # what any consumer (InfluxDB, struct, JSON) can hold
+
+_DECIMAL = re.compile(r"[0-9]+(?:\.[0-9]*)?|\.[0-9]+")  # ASCII: what collectd writes
 
 
 def closest(key: str, valid: list[str]) -> str:
@@ -126,14 +129,21 @@ def _url(label: str, value: str) -> None:
         raise ConfigError(f"{label}: the port must be a number from 1 to 65535")
 
 
-def _drives(label: str, value: list[str]) -> None:
-    from diskprobe.smart.devices import DriveSpec  # here: the smart package must not load config
+def _drives(label: str, value: list[str]) -> list[str]:
+    """The specs, a bare name made a /dev path: what smartctl and the sudoers file get."""
+    from diskprobe.smart.devices import DriveSpec, node_problem  # the smart package: no config
 
+    specs = []
     for text in value:
         try:
-            DriveSpec.parse(text)
+            spec = DriveSpec.parse(text)
         except ValueError as error:
             raise ConfigError(f"{label}: {error}") from None
+        problem = node_problem(spec)
+        if problem:
+            raise ConfigError(f"{label}: {problem}")
+        specs.append(str(spec))
+    return specs
 
 
 def convert(label: str, value: Any, default: Any, meta: Mapping[str, Any]) -> Any:
@@ -152,7 +162,7 @@ def convert(label: str, value: Any, default: Any, meta: Mapping[str, Any]) -> An
             _text(label, item, "")
         bad = [item for item in value if choices and item not in choices]
         if kind == "drives":
-            _drives(label, value)
+            value = _drives(label, value)
     else:
         expected = type(default)
         if expected is float and type(value) is int:  # "afr_fail_percent = 100" means 100.0
@@ -206,10 +216,9 @@ def collectd_interval(env: Mapping[str, str], meta: Mapping[str, Any]) -> Option
     raw = env.get("COLLECTD_INTERVAL", "").strip()
     if not raw:
         return None
-    try:
-        seconds = float(raw)
-    except ValueError:
-        raise ConfigError(f"COLLECTD_INTERVAL: {raw[:40]!r} is not a number of seconds") from None
+    if not _DECIMAL.fullmatch(raw):  # float() would take other digits and "1_0"
+        raise ConfigError(f"COLLECTD_INTERVAL: {raw[:40]!r} is not a number of seconds")
+    seconds = float(raw)
     return _duration("COLLECTD_INTERVAL", seconds, meta)
 
 

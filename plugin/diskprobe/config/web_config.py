@@ -97,6 +97,10 @@ def _build(root: Node | None, directory: str) -> WebConfig:
     _refuse_unsupported(sections)
     headers = _headers(sections.get("http_server_config", _NULL))
     users = _users(sections.get("basic_auth_users", _NULL))
+    if "basic_auth_users" in sections and not users:  # issue #25: it silently meant "no auth"
+        raise YamlError(sections["basic_auth_users"][0], "basic_auth_users lists no user, so "
+                        "every request would be let in: list the users, or remove the key "
+                        "to serve without basic auth")  # fmt: skip
     return WebConfig(tls, users, headers)
 
 

@@ -94,6 +94,10 @@ class HttpOutput:
             raise OutputFailed(f"http: cannot listen on {listen}: {reason}") from None
         host, port = self._server.socket.getsockname()[:2]
         self._address = (str(host), int(port))  # kept: the socket's is gone after close()
+        if host in ("0.0.0.0", "::") and not web_config_file:  # as node_exporter does: say so
+            logger.info(f"http: serving /metrics on every interface ({listen}), without TLS "
+                        "or basic auth: give an address (127.0.0.1:PORT) or --web.config.file "
+                        "to restrict it")  # fmt: skip
         self._closed = False
         self._thread = threading.Thread(
             target=self._server.serve_forever,

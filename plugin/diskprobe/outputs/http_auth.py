@@ -18,13 +18,14 @@ import hmac
 import re
 import secrets
 import threading
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any, Callable, Iterable, Iterator, Mapping
 
 CRYPT_DATA_SIZE = 32768  # sizeof(struct crypt_data) in libxcrypt 4.x (crypt.h): crypt_rn's minimum
 # exporter-toolkit's hash of "fakepassword": an unknown user costs one bcrypt as a known one
 # does, so the time of an answer does not tell which user names exist.
 DECOY = "$2y$10$QOauhQNbBCuQDKes6eFzPeMqBSjb7Mr5DUmpZ/VcEd00UAV/LDeSi"
 CACHE_SIZE = 100  # the toolkit's; when full, the oldest tenth goes
+MAX_PASSWORD = 72  # bcrypt reads no further; Go's refuses longer ones, and so does this
 _LIBRARIES = ("libcrypt.so.1", "libcrypt.so.2")  # libxcrypt: compat ABI (Debian), new ABI
 # Openwall crypt_blowfish's test vector (the $2a$ reference, identical for $2b$ and $2y$).
 _KNOWN = ("$2a$05$CCCCCCCCCCCCCCCCCCCCC.E5YPO9kmyuRGyh0XouQYb4YMJKvyOeW", b"U*U")
@@ -110,17 +111,22 @@ def parse_basic(header: str | None) -> tuple[str, bytes] | None:
 class BasicAuth:
     """allows(Authorization header) for the users of basic_auth_users (user -> bcrypt hash).
 
-    One bcrypt at a time (the toolkit's bcryptMtx: a flood of guesses costs one core); each
-    result, failures too, cached under a keyed hash of (user, hash, password), never the
-    password itself. `verify` is the check (tests count its calls). allows() raises OSError
-    only without libcrypt: bcrypt_problem() at start refuses such a config first."""
+    Every check costs the same whoever asks: one bcrypt at each cost the users' hashes have,
+    the asking user's own hash at its cost and the decoy at the others (an unknown user, or
+    a password over bcrypt's 72 bytes, gets the decoy at every cost and fails). Before, an
+    unknown user cost one bcrypt at the highest cost and a known cost-10 user one at 10: the
+    answer's time told which names exist. One bcrypt at a time (the toolkit's bcryptMtx: a
+    flood of guesses costs one core, the 8 client slots bound the queue); each result,
+    failures too, cached under a keyed hash of (user, password), never the password itself.
+    `verify` is the check (tests count its calls). allows() raises OSError only without
+    libcrypt: bcrypt_problem() at start refuses such a config first."""
 
     def __init__(
         self, users: Mapping[str, str], *, verify: Callable[[bytes, str], bool] = verify
     ) -> None:
         self._users = dict(users)
         self._verify = verify
-        self._decoy = _decoy(self._users.values())
+        self._decoys = {cost: decoy_at(cost) for cost in costs(self._users.values())}
         self._secret = secrets.token_bytes(32)  # cache keys mean nothing outside this process
         self._cache: dict[bytes, bool] = {}
         self._cache_lock = threading.Lock()
@@ -131,9 +137,7 @@ class BasicAuth:
         if credentials is None:
             return False
         user, password = credentials
-        known = user in self._users
-        hashed = self._users[user] if known else self._decoy
-        key = self._key(user, hashed, password)
+        key = self._key(user, password)
         with self._cache_lock:
             cached = self._cache.get(key)
         if cached is None:
@@ -141,12 +145,24 @@ class BasicAuth:
                 with self._cache_lock:  # the same credentials may have been checked meanwhile
                     cached = self._cache.get(key)
                 if cached is None:
-                    cached = self._verify(password, hashed)
+                    cached = self._check(user, password)
                     self._remember(key, cached)
-        return known and cached
+        return cached
 
-    def _key(self, user: str, hashed: str, password: bytes) -> bytes:
-        parts = (user.encode("utf-8"), hashed.encode("ascii", "replace"), password)
+    def _check(self, user: str, password: bytes) -> bool:
+        """One bcrypt per configured cost, whoever `user` is (see the class docstring)."""
+        hashed = self._users.get(user)
+        own = cost_of(hashed) if hashed is not None and len(password) <= MAX_PASSWORD else None
+        allowed = False
+        for cost, decoy in self._decoys.items():
+            if cost == own:
+                allowed = self._verify(password, hashed)  # type: ignore[arg-type]
+            else:
+                self._verify(password, decoy)  # the same work, its answer unused
+        return allowed
+
+    def _key(self, user: str, password: bytes) -> bytes:
+        parts = (user.encode("utf-8"), password)
         message = b"".join(len(part).to_bytes(8, "big") + part for part in parts)  # unambiguous
         return hmac.new(self._secret, message, hashlib.sha256).digest()
 
@@ -158,8 +174,17 @@ class BasicAuth:
             self._cache[key] = result
 
 
-def _decoy(hashes: Any) -> str:
-    """What an unknown user is checked against: the toolkit's DECOY, at the users' highest cost
-    when that is not 10 (a cost-12 user answers in 4 times a cost-10 check's time)."""
-    cost = max((int(hashed[4:6]) for hashed in hashes if hashed[4:6].isdigit()), default=10)
+def cost_of(hashed: str) -> int | None:
+    """A bcrypt hash's cost ("$2y$10$..." -> 10), None if it has none."""
+    return int(hashed[4:6]) if hashed[4:6].isdigit() and hashed[6:7] == "$" else None
+
+
+def costs(hashes: Iterable[str]) -> list[int]:
+    """The distinct costs of the users' hashes, lowest first (10, the toolkit's, if none)."""
+    found = {cost for cost in map(cost_of, hashes) if cost is not None}
+    return sorted(found) or [10]
+
+
+def decoy_at(cost: int) -> str:
+    """The toolkit's DECOY, at `cost`: a check against it costs what a real one at `cost` does."""
     return DECOY if cost == 10 else f"{DECOY[:4]}{cost:02d}{DECOY[6:_SALTED]}"

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import random
+import re
 import threading
 import time
 from typing import Callable, Mapping
@@ -79,6 +80,8 @@ class InfluxDBOutput:
         # The config was checked at load (config/checks.py check_config: url, bucket, token_file);
         # what can still fail here is opening the spool and the token: OutputFailed.
         self._token = read_token(config, os.environ if env is None else env)
+        # masked where it stands as a whole word only (scrub)
+        self._token_word = re.compile(rf"(?<![A-Za-z0-9]){re.escape(self._token)}(?![A-Za-z0-9])")
         self._log = log
         self._timeout = config.timeout
         try:
@@ -99,7 +102,9 @@ class InfluxDBOutput:
             self._thread.start()
 
     def scrub(self, text: str) -> str:
-        return text.replace(self._token, "***") if self._token else text
+        """The token masked where it stands as a whole word: a token that happens to be a
+        piece of another word (a 1-character token in "hostname") is no token there."""
+        return self._token_word.sub("***", text) if self._token else text
 
     def write(self, text: str) -> None:
         if not text:

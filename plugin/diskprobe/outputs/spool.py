@@ -45,6 +45,7 @@ class Spool:
         self._lock = threading.Lock()
         self._entries: dict[int, Entry] = {}  # insertion order == seq order
         self._busy: set[int] = set()  # being sent: never dropped under the sender's feet
+        self._full: tuple[int, int] | None = None  # (batches, points) dropped since it filled
         os.makedirs(directory, mode=0o700, exist_ok=True)
         problem = files.private_dir_problem(directory)
         if problem is not None:  # another user could plant batches (or links) there
@@ -100,19 +101,37 @@ class Spool:
             self._enforce_bound()
 
     def _enforce_bound(self) -> None:
+        """Drop the oldest batches past max_bytes. Logged as other repeated errors are: one E!
+        when the spool fills, one I! with the count once a batch fits again (every dropped
+        point is in dropped_points meanwhile), not a line per batch (66 in 33 s, before)."""
         total = sum(entry.size for entry in self._entries.values())
+        dropped = 0
         for entry in list(self._entries.values()):
             if total <= self.max_bytes:
-                return
+                break
             if entry.seq in self._busy or len(self._entries) == 1:
                 continue  # in flight, or the newest batch alone is larger than the bound
             self._ledger.dropped(entry.seq, entry.points)  # recorded first: never undercounted
             self._remove(entry.seq)
             total -= entry.size
+            dropped += 1
+            self._note_full(entry)
+        if not dropped and self._full is not None:
+            batches, points = self._full
+            self._full = None
+            self._log.info(f"output spool: room again; {batches} batches ({points} points) "
+                           "were dropped while it was full")  # fmt: skip
+
+    def _note_full(self, entry: Entry) -> None:
+        if self._full is None:
+            self._full = (0, 0)
             self._log.error(
-                f"output spool: full ({self.max_bytes} bytes); dropped the oldest batch "
-                f"#{entry.seq} ({entry.points} points)"
+                f"output spool: full ({self.max_bytes} bytes); dropping the oldest batches "
+                f"from #{entry.seq} on while it stays full (counted in dropped_points; one "
+                "line when it has room again)"
             )
+        batches, points = self._full
+        self._full = (batches + 1, points + entry.points)
 
     def _remove(self, seq: int) -> None:
         self._entries.pop(seq, None)

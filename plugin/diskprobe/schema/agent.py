@@ -40,6 +40,14 @@ AGENT = MeasurementSpec(
             "Of those, the ones that failed, timed out or were killed (smart only).",
         ),
         _f(
+            "reads_skipped",
+            "int",
+            "count",
+            "Drive reads not started since the previous batch because that drive's previous "
+            "read was still running (a hung drive, a `[smart] timeout` longer than the "
+            "interval): one read per drive at a time (smart only).",
+        ),
+        _f(
             "dropped_points",
             "int",
             "count",

@@ -11,9 +11,10 @@
   (collectd_type); type_instance: the field name, unchanged. Values are not converted: a
   field reads the same number, in the schema's unit, in InfluxDB and in collectd.
 - Escaping, one-to-one: tag values keep [A-Za-z0-9_.]; any other byte of their UTF-8 becomes
-  %XX. "-" is kept in the first identifying tag only (io-dm-0, smart_attr-bus0-megaraid5-5:
-  later tags never hold a raw "-", so the instance splits back from the right). A mount path
-  drops its leading "/" and writes each "/" as "-" ("-" inside a name is %2D); "/" itself is
+  %XX, and so does a byte the system gave that is not UTF-8 (serializers/text.py). "-" is
+  kept in the first identifying tag only (io-dm-0, smart_attr-bus0-megaraid5-5: later tags
+  never hold a raw "-", so the instance splits back from the right). A mount path drops its
+  leading "/" and writes each "/" as "-" ("-" inside a name is %2D); "/" itself is
   "root", and "/root", which would collide with it, is "%72oot". collectd rejects names over
   127 bytes ("Identifier too long"): a longer one is cut to 110 and ends in "~" and 16 hex
   digits of its SHA-1 ("~" is always escaped otherwise, so such names cannot collide).
@@ -45,6 +46,7 @@ from diskprobe.schema import (
     SMART_ATTR,
     FieldSpec,
 )
+from diskprobe.serializers.text import escape_char, system_text
 
 PLUGIN = "diskprobe"
 NAME_MAX = 127  # collectd's DATA_MAX_NAME_LEN (128) less the NUL
@@ -108,8 +110,10 @@ def escape(text: str, keep_dash: bool = False) -> str:
     for char in text:
         if char in _SAFE or (keep_dash and char == "-"):
             out.append(char)
-        else:  # surrogatepass: never raises, and stays one-to-one on odd mount names
-            out += [f"%{byte:02X}" for byte in char.encode("utf-8", "surrogatepass")]
+        elif "\ud800" <= char <= "\udfff":  # an undecodable byte: %XX of it (text.py)
+            out.append(escape_char(char))
+        else:
+            out += [f"%{byte:02X}" for byte in char.encode("utf-8")]
     return "".join(out)
 
 
@@ -155,7 +159,7 @@ class CollectdSerializer:
     """Serializes whole batches, one PUTVAL line per numeric field."""
 
     def __init__(self, host: str, interval: float) -> None:
-        self.host = host.replace("\\", "\\\\").replace('"', '\\"')
+        self.host = system_text(host).replace("\\", "\\\\").replace('"', '\\"')
         self.interval = interval
         self._types = {
             (spec.name, field.name): kind

@@ -5,7 +5,9 @@ measurement,tag=v,tag2=v2 field=1.5,count=3i,ok=true,name="x" 170000000000000000
 What InfluxDB 1.x cannot read back (tested against the real server, see
 tests/test_escaping_influxdb.py) is dropped rather than sent: a trailing backslash (it
 would escape the separator after it), a backslash right before an escaped separator in a
-measurement or field key, empty keys, integers beyond int64, NaN and infinity.
+measurement or field key, empty keys, integers beyond int64, NaN and infinity. Tag values
+and string fields are made valid UTF-8 first, one-to-one (serializers/text.py), and a tag
+value's trailing backslashes are written %5C.
 """
 
 from __future__ import annotations
@@ -15,9 +17,16 @@ import re
 from typing import Iterable
 
 from diskprobe.metric import FieldValue, Metric
+from diskprobe.serializers.text import system_text
 
 _MEASUREMENT = str.maketrans({",": "\\,", " ": "\\ ", "\n": "\\n", "\r": "\\r", "\t": "\\t"})
 _KEY = str.maketrans({",": "\\,", "=": "\\=", " ": "\\ ", "\n": "\\n", "\r": "\\r", "\t": "\\t"})
+# Tag values: separators escaped as for keys, but control characters as %XX (after text.py a
+# literal "%" is "%25"): 1.x has no "\\n" escape and would store a newline and the two
+# characters "\\n" as the same value.
+_TAG_VALUE = str.maketrans(
+    {",": "\\,", "=": "\\=", " ": "\\ ", "\n": "%0A", "\r": "%0D", "\t": "%09"}
+)
 _BACKSLASH_BEFORE_SEPARATOR = re.compile(r"\\+(?=[ ,=]|$)")
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 # The head cache holds this many entries at least, or twice the largest batch: a few times
@@ -35,8 +44,19 @@ def escape_field_key(key: str) -> str:
 
 
 def escape_tag(text: str) -> str:
-    """Tag keys and values: 1.x reads "\\," back as "\\,", but a trailing "\\" cannot be said."""
+    """Tag keys: 1.x reads "\\," back as "\\,", but a trailing "\\" cannot be said."""
     return text.translate(_KEY).rstrip("\\")
+
+
+def escape_tag_value(text: str) -> str:
+    """A tag value: valid UTF-8 one-to-one (serializers/text.py); a trailing backslash, which
+    line protocol cannot say, and newline, CR and tab as %5C, %0A, %0D and %09 (after text.py
+    a literal "%" is "%25": "x\\" and "x%5C" stay two values)."""
+    text = system_text(text)
+    kept = text.rstrip("\\")
+    if len(kept) < len(text):
+        text = kept + "%5C" * (len(text) - len(kept))
+    return text.translate(_TAG_VALUE)
 
 
 def format_field_value(value: FieldValue) -> str | None:
@@ -49,7 +69,8 @@ def format_field_value(value: FieldValue) -> str | None:
         return f"{value}i" if INT64_MIN <= value <= INT64_MAX else None
     if isinstance(value, float):
         return repr(value) if math.isfinite(value) else None
-    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    text = system_text(value)  # valid UTF-8 whatever bytes the system gave (text.py)
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
 _CONVERSIONS = {float: "%r", int: "%di"}  # "%r" % 1.5 is repr(1.5); bool and str: the slow path
@@ -119,7 +140,7 @@ class InfluxSerializer:
             head = escape_measurement(metric.measurement)
             if head:
                 for tag_key, tag in sorted(metric.tags.items()):
-                    tag_value = escape_tag(tag) if tag else ""
+                    tag_value = escape_tag_value(tag) if tag else ""
                     if escape_tag(tag_key) and tag_value:
                         head += f",{escape_tag(tag_key)}={tag_value}"
             self._heads[key] = head

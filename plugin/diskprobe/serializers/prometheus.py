@@ -15,7 +15,8 @@ Every name, type and HELP line comes from the schema through one function, `fami
   SMART lifetime counts stay gauges: they are drive readings taken every `[smart] interval`.
 - booleans are 1/0; a string field is `<measurement>_<field>_info{<tags>,<field>="text"} 1`.
 - labels are the tags (empty ones dropped), values escaped as the format says (backslash,
-  double quote, newline); lone surrogates from undecodable paths are written as \\udcXX.
+  double quote, newline), after bytes that are not UTF-8 became %XX and a literal % %25
+  (serializers/text.py).
 - HELP and TYPE once per family, all samples of a family together, families in schema
   order. No timestamps: node_exporter rejects a textfile that carries them. NaN and
   infinity are never written (diskprobe produces none).
@@ -38,6 +39,7 @@ from typing import Callable, Iterable, NamedTuple
 
 from diskprobe.metric import FieldValue, Metric
 from diskprobe.schema import AGENT, COUNTER, FS, IO, MEASUREMENTS, FieldSpec, MeasurementSpec
+from diskprobe.serializers.text import system_text
 
 STALE_AFTER = 2 * 3600.0  # four missed reads at the default [smart] interval of 30m
 # schema unit: (suffix diskprobe names carry, Prometheus suffix, multiply by, divide by)
@@ -152,10 +154,8 @@ def render_table() -> str:
 
 
 def escape_label_value(text: str) -> str:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:  # lone surrogates (os.fsdecode of undecodable bytes)
-        text = text.encode("utf-8", "backslashreplace").decode("utf-8")
+    """Valid UTF-8 one-to-one (serializers/text.py), then the format's own escapes."""
+    text = system_text(text)
     return text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
 
 

@@ -7,8 +7,10 @@ refused unless it is plainly a device path: a name from a scan or a config such 
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
+import stat
 from dataclasses import dataclass
 
 _CONTROLLER = re.compile(r"(megaraid|areca|3ware|cciss|hpt|aacraid|sssraid|jmb39x\w*),(.+)")
@@ -16,6 +18,9 @@ _CONTROLLER = re.compile(r"(megaraid|areca|3ware|cciss|hpt|aacraid|sssraid|jmb39
 DEVICE_TYPE = re.compile(r"[A-Za-z0-9,+_/]+")
 _BARE = re.compile(r"[A-Za-z0-9]+")
 _UNPRINTABLE = re.compile(r"[\x00-\x20\x7f]")  # blanks, control characters, newlines
+# smartctl's MegaRAID name: it opens /dev/megaraid_sas_ioctl_node and takes the bus number
+# from this name, which is no node of its own (smartctl's os_linux.cpp).
+_MEGARAID_BUS = re.compile(r"/dev/bus/[0-9]+")
 
 
 def path_problem(path: str) -> str:
@@ -46,13 +51,17 @@ class DriveSpec:
 
     @classmethod
     def parse(cls, text: str) -> DriveSpec:
-        """Exactly "PATH" or "PATH -d TYPE" (config or scan; a "# comment" is dropped)."""
+        """Exactly "PATH" or "PATH -d TYPE" (config or scan; a "# comment" is dropped). A bare
+        name is a device under /dev ("sda" is /dev/sda): smartctl would open a bare name in
+        its working directory, where whoever runs it may have put a link to any file."""
         try:
             words = shlex.split(text.split("#", 1)[0])
         except ValueError as error:  # an unclosed quote
             raise ValueError(f"device spec {text!r}: {error}") from None
         if not words:
             raise ValueError(f"empty device spec {text!r}")
+        if _BARE.fullmatch(words[0]):
+            words[0] = f"/dev/{words[0]}"
         if len(words) == 3 and words[1] in ("-d", "--device"):
             return cls(words[0], words[2])
         if len(words) != 1:
@@ -77,6 +86,52 @@ class DriveSpec:
 
     def __str__(self) -> str:
         return f"{self.path} -d {self.device_type}" if self.device_type else self.path
+
+
+def node_problem(spec: DriveSpec) -> str:
+    """Why root's smartctl must not open this drive's path on this host ("" when it may): it
+    must be a block or character device under /dev, reached only through directories that
+    root alone can write (/dev/shm is under /dev too, and anyone may put a link there). A
+    path that does not exist (a drive pulled for now) passes if its directories do; MegaRAID's
+    /dev/bus/N names no node and needs only /dev/bus to be root's. Checked at load and when
+    `diskprobe sudoers` writes a rule: the agent's user may edit the config, not /dev."""
+    path = spec.path
+    if not path.startswith("/dev/"):
+        return f"device path {path!r}: not under /dev"
+    real = os.path.realpath(path)
+    if not real.startswith("/dev/"):
+        return f"device path {path!r}: leads out of /dev, to {real!r}"
+    for candidate in dict.fromkeys((path, real)):
+        problem = _writable_directory(candidate)
+        if problem:
+            return f"device path {path!r}: {problem}"
+    try:
+        mode = os.stat(real).st_mode
+    except FileNotFoundError:
+        return ""
+    except OSError as error:
+        return f"device path {path!r}: {error.strerror}"
+    if _MEGARAID_BUS.fullmatch(path) or stat.S_ISBLK(mode) or stat.S_ISCHR(mode):
+        return ""
+    return f"device path {path!r}: not a block or character device"
+
+
+def _writable_directory(path: str) -> str:
+    """The first directory above `path` that a user other than root may write to, said."""
+    directory = os.path.dirname(path)
+    while True:
+        try:
+            info = os.stat(directory)
+        except FileNotFoundError:
+            info = None
+        except OSError as error:
+            return f"{directory}: {error.strerror}"
+        if info is not None and (info.st_uid != 0 or info.st_mode & 0o022):
+            mode = info.st_mode & 0o7777
+            return f"{directory} may be written by others than root (mode {mode:o})"
+        if directory == "/":
+            return ""
+        directory = os.path.dirname(directory)
 
 
 def scan_specs(text: str) -> tuple[list[DriveSpec], list[str]]:

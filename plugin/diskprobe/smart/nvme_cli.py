@@ -75,7 +75,7 @@ def read_identity(roots: HostRoots, controller: str) -> Identity:
 
 def _read(path: str) -> str:
     try:
-        with open(path, encoding="utf-8", errors="replace") as handle:
+        with open(path, encoding="utf-8", errors="surrogateescape") as handle:
             return handle.read().strip()
     except OSError:
         return ""

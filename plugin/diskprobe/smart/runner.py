@@ -148,5 +148,6 @@ def _result(captured: child.Captured, runner: CommandRunner) -> ExecResult:
 
 
 def _text(data: bytes) -> str:
-    # smartctl prints ASCII, but vendor strings can hold anything: never fail on decoding.
-    return data.decode("utf-8", errors="replace")
+    # smartctl prints ASCII, but vendor strings can hold anything: never fail on decoding,
+    # and keep such bytes (surrogateescape) for the outputs to write as %XX (serializers/text.py).
+    return data.decode("utf-8", errors="surrogateescape")

@@ -4,7 +4,8 @@ Pure functions, no I/O; no pattern spans lines. A "Label: value" line is keyed b
 label, lower-cased with runs of spaces collapsed ("Serial Number:" and SCSI "Serial number:"
 alike; "Warning  Comp. Temp. Threshold" with its double space). Numbers may carry any digit
 grouping smartctl or a Windows locale printed: "1,234,567", "1.356", "16 829 004",
-"500\u00a0107" and, where a non-UTF-8 byte was replaced on decoding, "10\ufffd779". Anything
+"500\u00a0107" and, where a non-UTF-8 byte stands between the groups (kept as it was read,
+surrogateescape, or replaced on decoding), "10\udca0779" or "10\ufffd779". Anything
 malformed is left unset ("300,$00,000,000 bytes" is no capacity), never guessed.
 """
 
@@ -20,7 +21,9 @@ from diskprobe.smart.rawvalues import MAX_DIGITS, attribute_raw, bounded_int, pa
 from diskprobe.smart.runner import POWER_MODE_MESSAGE
 from diskprobe.smart.text_logs import operating_limit, read_logs
 
-_GROUP_SEPARATORS = ",.' \u00a0\u202f\u2019\ufffd"
+# \udc80-\udcff: a byte that is not UTF-8, as the runner decodes it (surrogateescape): a
+# Windows code page's no-break space, 0xA0, between digit groups ("500\xa0107")
+_GROUP_SEPARATORS = ",.' \u00a0\u202f\u2019\ufffd\udc80-\udcff"
 _NUMBER = re.compile(rf"\d{{1,3}}(?:[{_GROUP_SEPARATORS}]\d{{3}})+(?!\d)|\d+")
 _CAPACITY_TAIL = re.compile(r"\s*(?:bytes\s*)?(?:\[[^\]]*\]\s*)?$")
 _LABEL = re.compile(r"[ \t]*([A-Za-z][^:]*):(.*)")

@@ -19,7 +19,7 @@ class BlockInfo:
 
 def _read_text(path: str) -> str:
     try:
-        with open(path, encoding="utf-8", errors="replace") as handle:
+        with open(path, encoding="utf-8", errors="surrogateescape") as handle:
             return handle.read().strip()
     except OSError:
         return ""

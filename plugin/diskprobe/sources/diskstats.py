@@ -20,7 +20,7 @@ import os
 from typing import NamedTuple
 
 from diskprobe.roots import HostRoots
-from diskprobe.sources.u64 import U64_LIMIT
+from diskprobe.sources.u64 import U64_LIMIT, parse_u64
 
 # Indexes into DiskStat.counters (the kernel's order, see Documentation/admin-guide/iostats.rst).
 READS, READS_MERGED, READ_SECTORS, READ_MS = 0, 1, 2, 3
@@ -72,12 +72,11 @@ def parse_diskstats_parts(parts: list[str]) -> DiskStat | None:
     """A line already split as `line.split(None, 3)`: major, minor, name, the counters."""
     if len(parts) < 4:
         return None
-    try:
-        major, minor = int(parts[0]), int(parts[1])
-    except ValueError:
+    major, minor = parse_u64(parts[0]), parse_u64(parts[1])  # ASCII digits only
+    if major is None or minor is None:
         return None
     counters = parse_counters(parts[3])
-    if counters is None or major < 0 or minor < 0 or "\0" in parts[2]:
+    if counters is None or "\0" in parts[2]:
         return None
     return DiskStat(major, minor, parts[2], counters)
 
@@ -90,8 +89,8 @@ def line_key(line: str) -> str:
 
 
 def read_diskstats_text(roots: HostRoots) -> str:
-    with open(roots.proc_path("diskstats"), encoding="utf-8", errors="replace") as handle:
-        return handle.read()
+    with open(roots.proc_path("diskstats"), encoding="utf-8", errors="surrogateescape") as f:
+        return f.read()
 
 
 def kernel_long_bits() -> int:

@@ -48,8 +48,8 @@ class MountWatch:
         if digest == self._digest:
             return None
         self._digest = digest
-        # As read_mountinfo: undecodable bytes replaced, a raw "\r" kept (no translation).
-        return parse_mountinfo(data.decode("utf-8", errors="replace"))
+        # As read_mountinfo: undecodable bytes kept (surrogateescape), a raw "\r" kept.
+        return parse_mountinfo(data.decode("utf-8", errors="surrogateescape"))
 
     def _changed(self) -> bool:
         assert self._poll is not None

@@ -16,6 +16,7 @@ import re
 from dataclasses import dataclass
 
 from diskprobe.roots import HostRoots
+from diskprobe.sources.u64 import parse_u64
 
 _OCTAL = re.compile(r"\\([0-7]{3})")
 
@@ -30,10 +31,13 @@ class Mount:
     options: str
     fstype: str
     source: str
+    super_options: str = ""  # the filesystem's own ("ro" after ext4 remounted it on errors)
 
     @property
     def read_only(self) -> bool:
-        return "ro" in self.options.split(",")
+        """Read-only as a mount ("ro" in its options) or as a filesystem: ext4's
+        errors=remount-ro sets only the superblock's flag, which shows in its options."""
+        return "ro" in self.options.split(",") or "ro" in self.super_options.split(",")
 
 
 def unescape(text: str) -> str:
@@ -51,11 +55,10 @@ def parse_mountinfo_line(line: str) -> Mount | None:
     described = tail.split(" ", 2)
     if len(fields) < 6 or len(described) < 2:
         return None
-    try:
-        mount_id = int(fields[0])
-        major, minor = (int(number) for number in fields[2].split(":"))
-    except ValueError:
+    numbers = [parse_u64(fields[0]), *map(parse_u64, fields[2].split(":"))]  # ASCII digits
+    if len(numbers) != 3 or None in numbers:
         return None
+    mount_id, major, minor = (int(number or 0) for number in numbers)
     mount_point = unescape(fields[4])
     if "\0" in mount_point:  # a NUL ("\\000", or a raw one) is no path statfs can take
         return None
@@ -68,6 +71,7 @@ def parse_mountinfo_line(line: str) -> Mount | None:
         options=fields[5],
         fstype=described[0],
         source=unescape(described[1]),
+        super_options=described[2].strip() if len(described) > 2 else "",
     )
 
 
@@ -83,7 +87,7 @@ def read_mountinfo(roots: HostRoots) -> list[Mount]:
         try:
             # newline="": keep a raw "\r" inside a mount point instead of translating it.
             path = roots.proc_path(pid, "mountinfo")
-            with open(path, encoding="utf-8", errors="replace", newline="") as f:
+            with open(path, encoding="utf-8", errors="surrogateescape", newline="") as f:
                 text = f.read()
         except OSError:
             continue

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from diskprobe.roots import HostRoots
@@ -29,6 +30,7 @@ class Pressure:
 #   some avg10=0.00 avg60=0.00 avg300=0.00 total=0
 #   full avg10=0.00 avg60=0.00 avg300=0.00 total=0
 _KEYS = ("avg10", "avg60", "avg300", "total")
+_PERCENT = re.compile(r"[0-9]+(?:\.[0-9]+)?")  # "%lu.%02lu", in ASCII
 
 
 def _parse_line(words: list[str]) -> PsiLine | None:
@@ -38,10 +40,12 @@ def _parse_line(words: list[str]) -> PsiLine | None:
         if sep:
             values[key] = value
     try:
-        averages = [float(values[key]) for key in _KEYS[:3]]
-        total = values["total"]
-    except (KeyError, ValueError):
+        texts, total = [values[key] for key in _KEYS[:3]], values["total"]
+    except KeyError:
         return None
+    if not all(_PERCENT.fullmatch(text) for text in texts):  # float() takes other digits, "1_0"
+        return None
+    averages = [float(text) for text in texts]
     # The kernel prints "%lu.%02lu" percentages and a u64 of microseconds: "avg10=nan",
     # "total=1e400" or 400 digits (whose rate would overflow) are no PSI line.
     if not all(0.0 <= value <= 100.0 for value in averages):  # also False for NaN

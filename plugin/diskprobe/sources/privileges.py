@@ -7,6 +7,7 @@ host's tree is mounted.
 from __future__ import annotations
 
 import os
+import re
 
 CAP_SYS_PTRACE = 19  # include/uapi/linux/capability.h
 
@@ -19,10 +20,8 @@ def parse_effective_capabilities(status: str) -> int | None:
     for line in status.splitlines():
         name, _, value = line.partition(":")
         if name == "CapEff":
-            try:
-                return int(value.strip(), 16)
-            except ValueError:
-                return None
+            digits = value.strip()  # ASCII hex only: int(..., 16) would take other digits
+            return int(digits, 16) if re.fullmatch(r"[0-9a-fA-F]{1,16}", digits) else None
     return None
 
 

@@ -123,6 +123,10 @@ def process_details(roots: HostRoots, pid: int, started: int, with_cmdline: bool
             cmdline = _cmdline(process) if with_cmdline else None
     except psutil.Error:  # gone (NoSuchProcess, ZombieProcess) or AccessDenied
         return None
+    except (LookupError, ValueError, OSError):
+        # psutil's own parsing of a malformed file (a /proc/<pid>/stat of 22 fields: its
+        # IndexError ended the whole collection every batch): only this process is left out
+        return None
     if start_ticks(roots, pid) != started:
         return None  # the PID now belongs to another process
     return Details(name, user, cmdline, read_cgroup(roots, pid))
@@ -162,7 +166,8 @@ def parse_cgroup(text: str) -> str | None:
 
 def read_cgroup(roots: HostRoots, pid: int) -> str | None:
     try:
-        with open(roots.proc_path(str(pid), "cgroup"), encoding="utf-8", errors="replace") as f:
+        path = roots.proc_path(str(pid), "cgroup")
+        with open(path, encoding="utf-8", errors="surrogateescape") as f:
             return parse_cgroup(f.read())
     except OSError:
         return None
