@@ -704,14 +704,15 @@ def test_dockerfile_copies_are_enough_to_pip_install_diskprobe(tmp_path: Path) -
                 where.parent.mkdir(parents=True, exist_ok=True)
                 shutil.copyfile(origin, where)
     runs = " ".join(i["value"] for i in _dockerfile() if i["instruction"] == "RUN")
-    pip = re.search(r"/bin/pip install (?:--?[\w-]+ )*(/\S+)", runs)
+    pip = re.search(r'/bin/pip install (?:--?[\w-]+ )*"?(/[^\s"\[]+)(\[[\w,]+\])?"?', runs)
     assert pip, "no `pip install /path` in the Dockerfile"
+    assert pip.group(2) == "[web]", "the image serves /metrics with TLS: it needs the web extra"
     package = rootfs / pip.group(1).lstrip("/")
     python = shutil.which("python3", path="/usr/bin") or sys.executable
     venv = tmp_path / "venv"
     subprocess.run([python, "-m", "venv", str(venv)], check=True)
     install = subprocess.run(
-        [str(venv / "bin" / "pip"), "install", "-q", "--no-cache-dir", str(package)],
+        [str(venv / "bin" / "pip"), "install", "-q", "--no-cache-dir", f"{package}[web]"],
         capture_output=True, text=True, timeout=600,
     )  # fmt: skip
     assert install.returncode == 0, install.stderr[-3000:]
@@ -719,6 +720,8 @@ def test_dockerfile_copies_are_enough_to_pip_install_diskprobe(tmp_path: Path) -
         [str(venv / "bin" / "diskprobe"), "--sample-config"], capture_output=True, text=True
     )
     assert printed.stdout == SAMPLE_TOML.read_text()
+    extra = subprocess.run([str(venv / "bin" / "python"), "-c", "import bcrypt, yaml"])
+    assert extra.returncode == 0, "the web extra did not come with the image's install"
 
 
 # -- documents --------------------------------------------------------------------------------

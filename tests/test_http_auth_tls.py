@@ -1,4 +1,4 @@
-"""Basic auth (bcrypt through libcrypt) and the TLS server context of output kind "http":
+"""Basic auth (bcrypt through the bcrypt package, the web extra) and the TLS server context of output kind "http":
 real bcrypt hashes made here, real TLS handshakes against certificates made here."""
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ import secrets
 import socket
 import ssl
 import stat
+import sys
 import tempfile
 import threading
 import time
@@ -35,13 +36,13 @@ BCRYPT_ALPHABET = "./ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456
 
 
 @pytest.fixture(scope="module", autouse=True)
-def _libcrypt() -> None:
-    """Skipped (failed under CI) only without a libcrypt to call; a libcrypt that calls but
-    verifies wrongly fails the tests below."""
+def _bcrypt() -> None:
+    """Skipped (failed under CI) only without the bcrypt package (the web extra, and the test
+    extra); a bcrypt that computes but verifies wrongly fails the tests below."""
     try:
         crypt(b"", "$2b$04$" + "." * 22)
     except OSError as error:
-        skip_or_fail(f"no libcrypt here: {error}")
+        skip_or_fail(f"no bcrypt here: {error}")
 
 
 def make_hash(password: bytes, cost: int = 4) -> str:
@@ -87,20 +88,20 @@ def test_crypt_gives_the_reference_vector_and_the_toolkits_decoy() -> None:
     assert not verify(b"x", "not a hash") and not verify(b"", "")
 
 
-def test_bcrypt_problem_is_none_here_and_says_why_without_libcrypt(
+def test_bcrypt_problem_is_none_here_and_names_the_extra_without_bcrypt(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     assert bcrypt_problem() is None
-    monkeypatch.setattr(http_auth, "_LIBRARIES", ("libcrypt-absent.so.9",))
-    monkeypatch.setattr(http_auth.ctypes.util, "find_library", lambda name: None)
+    monkeypatch.setitem(sys.modules, "bcrypt", None)  # `import bcrypt` fails as if absent
     problem = bcrypt_problem()
-    assert problem is not None and "libxcrypt" in problem and "libcrypt-absent.so.9" in problem
+    assert problem == http_auth.EXTRA and "pip install 'diskprobe[web]'" in problem
     with pytest.raises(OSError):
         BasicAuth({"a": DECOY}).allows(basic(b"a", b"fakepassword"))
 
 
 def test_a_salt_with_spare_bits_set_still_verifies() -> None:
-    """libxcrypt rewrites the salt's last character; Go's bcrypt would accept the hash."""
+    """A salt's last character with its unused bits set: Go's bcrypt accepts the hash, pyca's
+    refuses the salt; crypt() makes it canonical, and the checksum is what is compared."""
     hashed = make_hash(b"pw")
     odd = hashed[:28] + BCRYPT_ALPHABET[BCRYPT_ALPHABET.index(hashed[28]) + 1] + hashed[29:]
     assert crypt(b"pw", odd) != odd and verify(b"pw", odd) and not verify(b"pX", odd)

@@ -107,9 +107,12 @@ def test_wheel_in_a_fresh_venv_runs_once_and_doctor(dist: Dist, tmp_path: Path) 
         skip_or_fail(f"{SYSTEM_PYTHON} is missing (Debian packages python3, python3-venv)")
     venv = tmp_path / "venv"
     _run([str(SYSTEM_PYTHON), "-m", "venv", str(venv)], cwd=tmp_path)
-    _run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", str(dist.wheel)],
+    _run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", f"{dist.wheel}[web]"],
          cwd=tmp_path)  # fmt: skip
     _check_installed(venv / "bin" / "diskprobe", dist, tmp_path)
+    # With the web extra, a /metrics config with TLS-less basic auth loads (doctor checks it)
+    done = _web_config_check(venv / "bin" / "diskprobe", tmp_path)
+    assert done.returncode == 0, done.stderr
 
 
 def test_pipx_install_of_the_wheel_runs_once_and_doctor(dist: Dist, tmp_path: Path) -> None:
@@ -119,6 +122,27 @@ def test_pipx_install_of_the_wheel_runs_once_and_doctor(dist: Dist, tmp_path: Pa
     env = {"PIPX_HOME": str(tmp_path / "pipx"), "PIPX_BIN_DIR": str(tmp_path / "bin")}
     _run([pipx, "install", str(dist.wheel)], cwd=tmp_path, env=env)
     _check_installed(tmp_path / "bin" / "diskprobe", dist, tmp_path)
+    # Without the web extra, the same config is one E! naming it, and exit status 2
+    done = _web_config_check(tmp_path / "bin" / "diskprobe", tmp_path)
+    errors = done.stderr.splitlines()
+    assert done.returncode == 2 and len(errors) == 1, done.stderr
+    assert errors[0].startswith("E! config: ") and "pip install 'diskprobe[web]'" in errors[0]
+
+
+# alice / secret, bcrypt cost 4: a web config with basic auth
+WEB_CONFIG = ("basic_auth_users:\n"
+              "  alice: $2b$04$ywbhgga4n9v.RlgX0zrlwuRlrfGmPwtJpW.5AcZyV4Iyuz.VHiUme\n")
+
+
+def _web_config_check(executable: Path, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    """`doctor` on a config serving /metrics with that web config: it loads it at start."""
+    (tmp_path / "web.yml").write_text(WEB_CONFIG)
+    config = tmp_path / "http.toml"
+    output = ('[output]\nkind = "http"\nformat = "prometheus"\nlisten = "127.0.0.1:0"\n'
+              f'web_config_file = "{tmp_path / "web.yml"}"\n')  # fmt: skip
+    config.write_text(CONFIG.format(state=tmp_path / "state.json") + output)
+    return subprocess.run([str(executable), "doctor", "--config", str(config)],
+                          capture_output=True, text=True, cwd=tmp_path, timeout=120)  # fmt: skip
 
 
 def _check_installed(executable: Path, dist: Dist, tmp_path: Path) -> None:

@@ -57,7 +57,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--web.config.file",
         dest="web_config_file",
         metavar="FILE",
-        help="TLS and basic auth for --listen (exporter toolkit format, as node_exporter)",
+        help="TLS and basic auth for --listen (exporter toolkit format, as node_exporter; "
+        "needs the web extra)",
     )
     parser.add_argument("--url", help="InfluxDB URL (--output influxdb)")
     parser.add_argument("--org", help="InfluxDB organization")

@@ -58,7 +58,8 @@ class OutputConfig:
         "",
         'kind = "http": TLS and basic auth from a web configuration file in the exporter '
         "toolkit's format (node_exporter's --web.config.file: tls_server_config, "
-        "basic_auth_users, http_server_config.headers); read at start. Empty: plain HTTP.",
+        "basic_auth_users, http_server_config.headers); read at start; needs the web "
+        "extra: pip install 'diskprobe[web]'. Empty: plain HTTP.",
     )
     url: str = option(
         "",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 
 from diskprobe import files
@@ -27,7 +28,11 @@ def check_output(output: OutputConfig, where: str) -> None:
         try:
             parse_listen(output.listen)
             if output.web_config_file:
-                load_web_config(output.web_config_file)  # the output loads it again to serve it
+                web = load_web_config(output.web_config_file)  # the output loads it again
+                if web.users and importlib.util.find_spec("bcrypt") is None:
+                    raise ValueError(f"{output.web_config_file}: basic_auth_users needs "
+                                     "diskprobe's web extra: pip install 'diskprobe[web]' "
+                                     "(bcrypt)")  # fmt: skip
         except ValueError as error:
             raise ConfigError(f"{where}[output] {error}") from None
     elif output.web_config_file:

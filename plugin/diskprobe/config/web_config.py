@@ -3,8 +3,9 @@ and basic auth for the /metrics endpoint of output kind "http".
 
 Same keys and checks as the toolkit (yaml.UnmarshalStrict: an unknown key is an error); what
 Python's ssl cannot do as the toolkit does is refused at load with the reason, never ignored.
-Parsed by config/yaml_subset.py; tls_server_config is checked in config/web_tls.py. Errors are
-one ValueError, "PATH:LINE: what". Sample (the toolkit's docs/web-config.yml):
+Parsed by PyYAML, strictly (config/yaml_nodes.py: the web extra); tls_server_config is checked
+in config/web_tls.py. Errors are one ValueError, "PATH:LINE: what", or "PATH: needs diskprobe's
+web extra ..." without PyYAML. Sample (the toolkit's docs/web-config.yml):
     tls_server_config:
       cert_file: server.crt
       key_file: server.key
@@ -20,8 +21,9 @@ from dataclasses import dataclass, field
 
 from diskprobe import files
 from diskprobe.config.web_tls import TlsSettings, tls_settings
-from diskprobe.config.yaml_subset import (
+from diskprobe.config.yaml_nodes import (
     Entry,
+    MissingExtra,
     Node,
     Scalar,
     YamlError,
@@ -71,6 +73,8 @@ def load_web_config(path: str) -> WebConfig:
         return _build(parse(data), os.path.dirname(os.path.abspath(path)))
     except YamlError as error:
         raise ValueError(f"{path}:{error.line}: {error.what}") from None
+    except MissingExtra as error:
+        raise ValueError(f"{path}: {error}") from None
 
 
 def _read(path: str) -> str:
@@ -88,7 +92,8 @@ def _read(path: str) -> str:
 
 
 def _build(root: Node | None, directory: str) -> WebConfig:
-    if root is None:  # node_exporter serves plain HTTP for it: more likely a failed deploy
+    if root is None or (isinstance(root, Scalar) and root.value is None):
+        # node_exporter serves plain HTTP for it: more likely a failed deploy
         raise YamlError(1, "the file holds no settings (TLS and basic auth would be off)")
     sections = keys((1, root), TOP_KEYS, "the web config")
     tls = None

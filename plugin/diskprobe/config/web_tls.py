@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from diskprobe.config.yaml_subset import (
+from diskprobe.config.yaml_nodes import (
     Entry,
     Scalar,
     YamlError,

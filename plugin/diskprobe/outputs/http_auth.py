@@ -1,96 +1,83 @@
 """HTTP basic auth for /metrics as exporter-toolkit does it (web/handler.go, web/cache.go):
 bcrypt hashes from the web config's basic_auth_users, checked one at a time, results cached.
 
-bcrypt comes from the system's libcrypt (libxcrypt: crypt_rn) through ctypes: no bcrypt
-package is a dependency, and the stdlib crypt module is gone in Python 3.13. Debian and
-Ubuntu always have libcrypt.so.1 (perl-base needs it); bcrypt_problem() says when a system
-cannot do it, so that a config asking for basic auth is refused at start.
+bcrypt is the `bcrypt` package (pyca), brought by diskprobe's `web` extra
+(`pip install 'diskprobe[web]'`); bcrypt_problem() says when it is missing, so that a config
+asking for basic auth is refused at start, in one line naming the extra.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
-import ctypes
-import ctypes.util
 import hashlib
 import hmac
 import re
 import secrets
 import threading
-from typing import Any, Callable, Iterable, Iterator, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
-CRYPT_DATA_SIZE = 32768  # sizeof(struct crypt_data) in libxcrypt 4.x (crypt.h): crypt_rn's minimum
 # exporter-toolkit's hash of "fakepassword": an unknown user costs one bcrypt as a known one
 # does, so the time of an answer does not tell which user names exist.
 DECOY = "$2y$10$QOauhQNbBCuQDKes6eFzPeMqBSjb7Mr5DUmpZ/VcEd00UAV/LDeSi"
 CACHE_SIZE = 100  # the toolkit's; when full, the oldest tenth goes
 MAX_PASSWORD = 72  # bcrypt reads no further; Go's refuses longer ones, and so does this
-_LIBRARIES = ("libcrypt.so.1", "libcrypt.so.2")  # libxcrypt: compat ABI (Debian), new ABI
+EXTRA = "basic auth needs diskprobe's web extra: pip install 'diskprobe[web]' (bcrypt)"
 # Openwall crypt_blowfish's test vector (the $2a$ reference, identical for $2b$ and $2y$).
 _KNOWN = ("$2a$05$CCCCCCCCCCCCCCCCCCCCC.E5YPO9kmyuRGyh0XouQYb4YMJKvyOeW", b"U*U")
 _SALTED = 29  # "$2y$10$" and 22 characters of salt: the checksum follows
 _BASIC = re.compile(r"[Bb][Aa][Ss][Ii][Cc] +([A-Za-z0-9+/]*={0,2})")  # "Basic YWxpY2U6cHc="
-# crypt_rn(phrase, setting, data, size): the buffer and its size are the caller's
-_ARGUMENTS = (ctypes.c_char_p, ctypes.c_char_p, ctypes.c_void_p, ctypes.c_int)
+_ALPHABET = "./ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"  # bcrypt's base64
+_SETTING = re.compile(r"\$2[aby]\$[0-9]{2}\$[./A-Za-z0-9]{22}")
 
 
-def _crypt_rn() -> Any:
-    """libcrypt's crypt_rn as a ctypes function; OSError saying why if there is none. Looked
-    up per call (dlopen of a loaded library is cheap, and BasicAuth caches its results), so
-    no module state holds it."""
-    problems = []
-    for name in _library_names():
-        try:
-            function = ctypes.CDLL(name).crypt_rn
-        except (OSError, AttributeError) as error:  # missing; glibc's old libcrypt
-            problems.append(str(error))
-            continue
-        function.restype = ctypes.c_char_p  # copied to bytes before the buffer goes
-        function.argtypes = _ARGUMENTS
-        return function
-    raise OSError(f"no libcrypt with crypt_rn (libxcrypt): {'; '.join(problems)}")
-
-
-def _library_names() -> Iterator[str]:
-    yield from _LIBRARIES
-    found = ctypes.util.find_library("crypt")  # runs ldconfig: only when the usual names fail
-    if found and found not in _LIBRARIES:
-        yield found
+def _bcrypt() -> Any:
+    """The bcrypt package; OSError naming the extra when it is not installed."""
+    try:
+        import bcrypt
+    except ImportError:
+        raise OSError(EXTRA) from None
+    return bcrypt
 
 
 def crypt(phrase: bytes, setting: str) -> str | None:
-    """crypt_rn(phrase, setting): the hash ("$2b$04$..." with a salt gives a bcrypt hash), or
-    None if libcrypt refuses the setting. OSError if there is no libcrypt with crypt_rn."""
-    function = _crypt_rn()
-    if b"\0" in phrase:  # C ends the string there: "pw\0x" would pass as "pw"
+    """The bcrypt hash of `phrase` with the cost and salt of `setting` ("$2b$04$" and a salt,
+    or a whole hash), or None if `setting` is no bcrypt setting. OSError without bcrypt."""
+    bcrypt = _bcrypt()
+    if b"\0" in phrase or not _SETTING.match(setting):  # C ends a string at NUL: "pw\0x"
         return None
-    buffer = ctypes.create_string_buffer(CRYPT_DATA_SIZE)  # per call: no state shared by threads
-    found = function(phrase, setting.encode("ascii", "replace"), buffer, CRYPT_DATA_SIZE)
-    return found.decode("ascii", "replace") if found else None
+    # The salt's last character carries 2 bits, its other 4 unused: Go's bcrypt takes any
+    # character there, pyca's only the canonical one ("...eFzPf" is "...eFzPe"), so make it so.
+    last = _ALPHABET[_ALPHABET.index(setting[_SALTED - 1]) & 0x30]
+    salt = setting[: _SALTED - 1] + last
+    try:
+        hashed: bytes = bcrypt.hashpw(phrase[:MAX_PASSWORD], salt.encode("ascii"))
+    except ValueError:  # a cost out of 4..31
+        return None
+    return hashed.decode("ascii")
 
 
 def verify(password: bytes, hashed: str) -> bool:
     """Whether `password` is the one bcrypt `hashed` was made from, in one bcrypt's time (a
-    `hashed` that is a bare setting, "$2y$12$" and salt, costs it too, then is False)."""
-    found = crypt(password, hashed)
-    # The checksum alone is compared: libxcrypt rewrites a salt whose last character carries
-    # unused bits ("...eFzPf" comes back "...eFzPe"), where Go's bcrypt keeps it as written.
+    `hashed` that is a bare setting, "$2y$12$" and salt, costs it too, then is False). The
+    checksum alone is compared: the salt's unused bits may be written either way."""
+    found = crypt(password, hashed)  # a password over 72 bytes costs as much, and fails
     if found is None or len(found) != len(hashed) or len(hashed) <= _SALTED:
         return False
-    return hmac.compare_digest(found[_SALTED:].encode(), hashed[_SALTED:].encode())
+    same = hmac.compare_digest(found[_SALTED:].encode(), hashed[_SALTED:].encode())
+    return same and len(password) <= MAX_PASSWORD
 
 
 def bcrypt_problem() -> str | None:
-    """None if this system's libcrypt verifies bcrypt ($2a$, $2b$ and $2y$), else why not."""
+    """None if bcrypt ($2a$, $2b$ and $2y$) can be verified here, else why not."""
     try:
         hashed, password = _KNOWN
         for prefix in ("$2a$", "$2b$", "$2y$"):
             setting = prefix + hashed[4:]
             if not verify(password, setting) or verify(password + b"!", setting):
-                return f"this system's libcrypt does not verify bcrypt {prefix} hashes"
+                return f"bcrypt here does not verify {prefix} hashes"
     except OSError as error:
-        return f"basic auth needs libcrypt.so.1 from libxcrypt for bcrypt; {error}"
+        return str(error)
     return None
 
 
@@ -119,7 +106,7 @@ class BasicAuth:
     flood of guesses costs one core, the 8 client slots bound the queue); each result,
     failures too, cached under a keyed hash of (user, password), never the password itself.
     `verify` is the check (tests count its calls). allows() raises OSError only without
-    libcrypt: bcrypt_problem() at start refuses such a config first."""
+    bcrypt (the web extra): bcrypt_problem() at start refuses such a config first."""
 
     def __init__(
         self, users: Mapping[str, str], *, verify: Callable[[bytes, str], bool] = verify
