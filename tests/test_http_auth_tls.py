@@ -1,5 +1,5 @@
-"""Basic auth (bcrypt through the bcrypt package, the web extra) and the TLS server context of output kind "http":
-real bcrypt hashes made here, real TLS handshakes against certificates made here."""
+"""Basic auth (the bcrypt package, from the web extra) and the TLS server context of output
+kind "http": real bcrypt hashes made here, real TLS handshakes against certificates made here."""
 
 from __future__ import annotations
 
