@@ -80,6 +80,7 @@ LAYERS = {
     "guard": ENTRY,
     "guard_units": ENTRY,  # DiskGuard's sizes and percentages
     "integrations.*": ENTRY,
+    "diagnose.*": ENTRY,  # `diskprobe diagnose`: a watch of one job, its report
 }
 
 CHAIN = re.compile(r"^`(\w+(?: (?:→|->) \w+)+)`$", re.M)

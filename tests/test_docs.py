@@ -95,7 +95,8 @@ def test_command_line_synopsis_is_the_parsers() -> None:
     synopsis = block(readme(), "command-line")
     assert synopsis == command_line()
     for flag in ("--listen ADDRESS:PORT", "--web.config.file FILE", "--version",
-                 "--output stdout|textfile|influxdb|http", "[doctor|sudoers]"):  # fmt: skip
+                 "--output stdout|textfile|influxdb|http", "[doctor|sudoers|diagnose]",
+                 "--pid PID", "--cgroup PATH"):  # fmt: skip
         assert flag in synopsis
 
 

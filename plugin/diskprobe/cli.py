@@ -17,6 +17,7 @@ from diskprobe.collectors.registry import build_collectors
 from diskprobe.config import AgentConfig, ConfigError, load_with_deprecations
 from diskprobe.config.output import OUTPUT_KINDS
 from diskprobe.config.sample import render_sample_config
+from diskprobe.diagnose.command import DEFAULT_SECONDS, REPORT_FORMATS, run_diagnose
 from diskprobe.lifecycle import install_signal_handlers, plug_closed_std_fds, stdout_problem
 from diskprobe.log import Logger
 from diskprobe.outputs import OutputClosed, OutputFailed, open_output
@@ -37,8 +38,9 @@ def build_parser() -> argparse.ArgumentParser:
         description="Disk I/O, filesystem and SMART probe for Telegraf execd / collectd exec.",
     )
     parser.add_argument(
-        "command", nargs="?", choices=("doctor", "sudoers"),
-        help="doctor: check the set-up and exit; sudoers: print the sudoers file for this host",
+        "command", nargs="?", choices=("doctor", "sudoers", "diagnose"),
+        help="doctor: check the set-up and exit; sudoers: print the sudoers file for this host; "
+        "diagnose: watch a job (--pid or --cgroup) and say what it is bound by",
     )  # fmt: skip
     parser.add_argument("--user", action="append", metavar="NAME",
                         help="sudoers: the agent's user (repeatable; default: telegraf)")
@@ -47,7 +49,12 @@ def build_parser() -> argparse.ArgumentParser:
                         help="two samples one --interval apart (1s), one batch, exit 0")
     parser.add_argument("--interval", metavar="DURATION", help='e.g. "10s" (overrides config)')
     parser.add_argument("--trigger", choices=("interval", "stdin"), help="what starts a batch")
-    parser.add_argument("--format", choices=FORMATS, help="output format (default influx)")
+    parser.add_argument("--format", choices=(*FORMATS, *REPORT_FORMATS),
+                        help="output format (default influx); diagnose: text (default) or json")
+    parser.add_argument("--pid", type=int, help="diagnose: the job's process (its children too)")
+    parser.add_argument("--cgroup", metavar="PATH", help="diagnose: every process of a cgroup")
+    parser.add_argument("--seconds", type=float, default=DEFAULT_SECONDS, metavar="N",
+                        help=f"diagnose: how long to watch (default {DEFAULT_SECONDS:g})")
     parser.add_argument("--textfile", metavar="PATH",
                         help="--output textfile, written to PATH atomically (prometheus)")
     parser.add_argument("--output", choices=OUTPUT_KINDS, help="where batches go")
@@ -174,17 +181,37 @@ def run(config: AgentConfig, once: bool, log: Logger) -> int:
         output.close()
 
 
+def _diagnose(args: argparse.Namespace, log: Logger) -> int:
+    """diagnose needs a target and no config; its formats are its own."""
+    if args.command != "diagnose":
+        log.error(f"config: --format {args.format} is for `diskprobe diagnose`")
+        return 2
+    if (args.pid is None) == (args.cgroup is None):
+        log.error("diagnose: give one of --pid PID or --cgroup PATH")
+        return 2
+    if not 0.2 <= args.seconds <= 86400:
+        log.error(f"diagnose: --seconds {args.seconds:g}: give 0.2 to 86400")
+        return 2
+    output_format = args.format or "text"
+    if output_format not in REPORT_FORMATS:
+        log.error(f"diagnose: --format {output_format}: give text or json")
+        return 2
+    return run_diagnose(args.pid, args.cgroup, args.seconds, output_format, sys.stdout, log)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     closed = plug_closed_std_fds()  # before anything opens a file that could become fd 1
     log = Logger()
     problem = stdout_problem(closed)
-    if problem and (args.sample_config or args.command in ("doctor", "sudoers")):
+    if problem and (args.sample_config or args.command in ("doctor", "sudoers", "diagnose")):
         log.error(f"{problem}: nowhere to print to")
         return 1
     if args.sample_config:
         sys.stdout.write(render_sample_config())
         return 0
+    if args.command == "diagnose" or args.format in REPORT_FORMATS:
+        return _diagnose(args, log)
     try:
         config = _load(args, log)
     except ConfigError as error:

@@ -169,3 +169,12 @@ class DeviceNames:
                 self._names.clear()
             self._names[devno] = cached
         return cached
+
+
+def whole_disk(roots: HostRoots, devno: DevNo) -> DevNo:
+    """The disk a partition is on (I/O limits and cgroup counters are per disk); else devno."""
+    block = roots.sys_path("dev", "block", f"{devno[0]}:{devno[1]}")
+    if not os.path.exists(os.path.join(block, "partition")):
+        return devno
+    parent = _devno((read_text(os.path.join(block, "..", "dev")) or "").strip())
+    return parent or devno

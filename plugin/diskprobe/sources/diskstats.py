@@ -101,3 +101,9 @@ def kernel_long_bits() -> int:
     """
     machine = os.uname().machine
     return 64 if "64" in machine or machine == "s390x" else 32
+
+
+def parse_diskstats(text: str) -> dict[str, DiskStat]:
+    """Every usable line of the file, by device name (a whole-file read for one-off tools)."""
+    stats = (parse_diskstats_parts(line.split(None, 3)) for line in text.splitlines())
+    return {stat.name: stat for stat in stats if stat is not None}

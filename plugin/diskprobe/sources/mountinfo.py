@@ -94,3 +94,13 @@ def read_mountinfo(roots: HostRoots) -> list[Mount]:
         if text.strip():
             return parse_mountinfo(text)
     raise OSError(f"no readable mountinfo under {roots.proc} (tried 1/ and self/)")
+
+
+def read_process_mountinfo(roots: HostRoots, pid: int) -> list[Mount]:
+    """One process's view of the mounts (its mount namespace: the paths its fds show)."""
+    try:
+        path = roots.proc_path(str(pid), "mountinfo")
+        with open(path, encoding="utf-8", errors="surrogateescape", newline="") as f:
+            return parse_mountinfo(f.read())
+    except OSError:
+        return []

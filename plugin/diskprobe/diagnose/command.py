@@ -1,0 +1,187 @@
+"""`diskprobe diagnose --pid PID | --cgroup PATH [--seconds N] [--format text|json]`."""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+from typing import Any, TextIO
+
+from diskprobe.compute.bottleneck import Counts, Shares, Verdict, decide
+from diskprobe.diagnose.classify import Classifier
+from diskprobe.diagnose.evidence import (
+    THROTTLE_REACHED,
+    Snapshot,
+    Throttle,
+    device_figures,
+    place_faults,
+    throttles,
+)
+from diskprobe.diagnose.report import ADVICE, active_io_share, render_text, sentence, shares_dict
+from diskprobe.diagnose.watch import Watch, Watched
+from diskprobe.log import Logger
+from diskprobe.roots import HostRoots
+from diskprobe.serializers.text import escape_char
+from diskprobe.sources.file_places import FilePlaces
+from diskprobe.sources.tasks import read_cgroup_procs, read_task_stat
+
+DEFAULT_SECONDS = 10.0
+REPORT_FORMATS = ("text", "json")
+
+
+def find_cgroup(roots: HostRoots, path: str) -> str | None:
+    """A cgroup directory as given, or under the host's v2, hybrid or v1 blkio hierarchy."""
+    bases = ("", roots.sys_path("fs", "cgroup"), roots.sys_path("fs", "cgroup", "unified"),
+             roots.sys_path("fs", "cgroup", "blkio"))  # fmt: skip
+    for base in bases:
+        candidate = os.path.join(base, path.lstrip("/")) if base else path
+        if os.path.isfile(os.path.join(candidate, "cgroup.procs")):
+            return candidate
+    return None
+
+
+def run_diagnose(pid: int | None, cgroup: str | None, seconds: float, output_format: str,
+                 out: TextIO, log: Logger) -> int:  # fmt: skip
+    roots = HostRoots.from_env(os.environ)
+    directory = find_cgroup(roots, cgroup) if cgroup else None
+    if cgroup and directory is None:
+        log.error(f"diagnose: no cgroup {cgroup!r} (tried as a path and under "
+                  f"{roots.sys_path('fs', 'cgroup')})")  # fmt: skip
+        return 2
+    if pid is not None and read_task_stat(roots, pid, pid) is None:
+        log.error(f"diagnose: no process {pid} under {roots.proc}")
+        return 2
+    first = pid if pid is not None else next(iter(read_cgroup_procs(directory or "")), None)
+    if first is None:
+        log.error(f"diagnose: the cgroup {directory} has no process")
+        return 2
+    places = FilePlaces(roots)
+    classifier = Classifier(roots, os.uname().machine, places)
+    watch = Watch(roots, classifier, pid=pid, cgroup=directory)
+    cost = resource.getrusage(resource.RUSAGE_SELF)
+    before = Snapshot.take(roots, first)
+    watched = watch.run(seconds)
+    after = Snapshot.take(roots, first)
+    used = resource.getrusage(resource.RUSAGE_SELF)
+    cpu = used.ru_utime + used.ru_stime - cost.ru_utime - cost.ru_stime
+    report = build_report(watch, watched, places, before, after, roots)
+    report["target"] = f"pid {pid}" if pid is not None else f"cgroup {directory}"
+    report["cost"] = {"cpu_seconds": round(cpu, 3), "period_sec": 0.1,
+                      "cpu_share_of_one_core": round(cpu / watched.seconds, 4)
+                      if watched.seconds > 0 else 0.0}  # fmt: skip
+    text = (json.dumps(_escaped(report), indent=2, ensure_ascii=False) + "\n"
+            if output_format == "json" else render_text(_escaped(report)))  # fmt: skip
+    out.write(text)
+    out.flush()
+    return 0
+
+
+def build_report(watch: Watch, watched: Watched, places: FilePlaces, before: Snapshot,
+                 after: Snapshot, roots: HostRoots) -> dict[str, Any]:  # fmt: skip
+    for process in watched.processes.values():
+        place_faults(process, places, before, after)
+    main_process = watched.processes.get(watched.main_pid)
+    main = main_process.main if main_process else Counts()
+    workers = Counts()
+    for process in watched.processes.values():
+        workers.add(process.others)
+        if process.pid != watched.main_pid:
+            workers.add(process.main)
+    found = throttles(roots, places.devices, before, after, watched.seconds)
+    held = {place for place, throttle in found.items() if throttle.reached >= THROTTLE_REACHED}
+    verdict = decide(main, workers, watched.ticks, held, watched.ended)
+    report = _base(verdict, watched, main, workers)
+    _add_place(report, verdict, watch, watched, before, after)
+    if verdict.place is not None and verdict.place in found:
+        report["throttle"] = _throttle(found[verdict.place])
+    report["waiters_io_share"] = round(active_io_share(main if verdict.waiters == "main"
+                                                       else workers), 3)  # fmt: skip
+    report["sentence"] = sentence(verdict, report)
+    report["notes"] = _notes(watched)
+    return report
+
+
+def _base(verdict: Verdict, watched: Watched, main: Counts, workers: Counts) -> dict[str, Any]:
+    processes = []
+    for process in sorted(watched.processes.values(), key=lambda p: p.pid):
+        threads = Counts()
+        threads.add(process.main)
+        threads.add(process.others)
+        ticks = sum(last - first for first, last in process.cpu.values())
+        reading = _io_rate(process.io_first, process.io_last, watched.seconds)
+        processes.append({
+            "pid": process.pid, "comm": process.comm,
+            "role": "main" if process.pid == watched.main_pid else "worker",
+            "threads": len(process.tids), "shares": shares_dict(Shares.of(process.main,
+                                                                          process.main.samples)),
+            "threads_running": round(Shares.of(threads, watched.ticks).running, 3),
+            "threads_io_wait": round(Shares.of(threads, watched.ticks).io_wait, 3),
+            "cpu_cores": round(ticks / os.sysconf("SC_CLK_TCK") / watched.seconds, 3)
+            if watched.seconds > 0 else 0.0,
+            "read_bytes_per_sec": reading[0], "write_bytes_per_sec": reading[1],
+            "ended": process.ended_at is not None,
+        })  # fmt: skip
+    return {"bottleneck": verdict.bottleneck, "reasons": verdict.reasons,
+            "advice": ADVICE[verdict.bottleneck], "pid": watched.main_pid,
+            "seconds": round(watched.seconds, 3), "samples": watched.ticks,
+            "main": {"pid": watched.main_pid,
+                     "shares": shares_dict(Shares.of(main, main.samples))},
+            "workers": shares_dict(Shares.of(workers, watched.ticks)),
+            "processes": processes}  # fmt: skip
+
+
+def _add_place(report: dict[str, Any], verdict: Verdict, watch: Watch, watched: Watched,
+               before: Snapshot, after: Snapshot) -> None:  # fmt: skip
+    place = verdict.place
+    if place is None:
+        return
+    report.update(device=place.device, mount_point=place.mount_point, fstype=place.fstype,
+                  remote=place.remote, direction=verdict.direction,
+                  waiters=verdict.waiters)  # fmt: skip
+    paths = [path for (where, path), _ in watch.paths.most_common() if where == place][:5]
+    for process in watched.processes.values():
+        paths += [path for path in process.fault_paths if path not in paths]
+    report["paths"] = paths[:5]
+    figures = device_figures(place.device, before, after, watched.seconds) if place.device else None
+    if figures is not None:
+        report["device_iostat"] = {key: round(value, 3) if isinstance(value, float) else value
+                                   for key, value in figures.items()}  # fmt: skip
+
+
+def _throttle(throttle: Throttle) -> dict[str, Any]:
+    limit = throttle.limit
+    return {"cgroup": limit.cgroup, "device": f"{limit.device[0]}:{limit.device[1]}",
+            "limit": limit.key, "value": limit.value, "rate": round(throttle.rate, 1),
+            "reached": round(throttle.reached, 3)}  # fmt: skip
+
+
+def _io_rate(first: tuple[int, int] | None, last: tuple[int, int] | None,
+             seconds: float) -> tuple[float, float]:  # fmt: skip
+    if first is None or last is None or seconds <= 0:
+        return 0.0, 0.0
+    return round((last[0] - first[0]) / seconds, 1), round((last[1] - first[1]) / seconds, 1)
+
+
+def _notes(watched: Watched) -> list[str]:
+    notes = []
+    if watched.unreadable_syscalls:
+        notes.append(f"{watched.unreadable_syscalls} samples could not read the blocked call "
+                     "(/proc/<tid>/syscall needs root or CAP_SYS_PTRACE): uninterruptible "
+                     "waits were counted as file waits on an unknown device")  # fmt: skip
+    return notes
+
+
+def _escaped(value: Any) -> Any:
+    """Names from the system (comm, paths) may hold bytes that are not UTF-8: those bytes are
+    written %XX (serializers/text.py), the rest of the text as it is."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return "".join(map(escape_char, value))
+        return value
+    if isinstance(value, list):
+        return [_escaped(item) for item in value]
+    if isinstance(value, dict):
+        return {key: _escaped(item) for key, item in value.items()}
+    return value

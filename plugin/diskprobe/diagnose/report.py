@@ -1,0 +1,123 @@
+"""The diagnosis as JSON (a dict) and as text: the verdict, the sentence, the evidence, advice."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from diskprobe.compute.bottleneck import Counts, Shares, Verdict
+
+ADVICE = {
+    "disk": "cache the dataset in memory or on a faster local disk, raise the loader's prefetch "
+    "(DataLoader prefetch_factor, tf.data prefetch), pack many small files into fewer large "
+    "ones (WebDataset, TFRecord, Arrow), or move the data to faster storage",
+    "input_cpu": "add loader workers (num_workers, num_parallel_calls=AUTOTUNE), make the "
+    "transforms cheaper or run them on the accelerator, cache decoded samples",
+    "compute": "the input keeps up: profile the step itself (mixed precision, batch size, "
+    "kernels); faster storage will not make this job faster",
+    "checkpoint": "checkpoint less often, save asynchronously (a background thread, "
+    "torch.distributed.checkpoint's async_save), or write to a fast local volume and copy it "
+    "off afterwards",
+    "throttled": "raise or remove the cgroup's I/O limit (io.max, blkio.throttle.*, systemd "
+    "IOReadBandwidthMax=, the pod's limits), or read less (cache, compress)",
+    "remote_fs": "stage the dataset on a local disk before training, enlarge the client's cache "
+    "and read-ahead (NFS rsize, the FUSE store's cache options), read fewer, larger objects",
+    "idle": "the job neither computes nor waits on files: look at what it waits for (another "
+    "rank, the network, a lock) or whether it is paused",
+    "unknown": "watch longer, and as root (or with CAP_SYS_PTRACE) so that blocked calls and "
+    "open files can be read",
+}
+IO_VERDICTS = ("disk", "checkpoint", "throttled", "remote_fs")
+
+
+def shares_dict(shares: Shares) -> dict[str, float]:
+    return {"running": round(shares.running, 3), "io_wait": round(shares.io_wait, 3),
+            "sleeping": round(shares.sleeping, 3), "blocked": round(shares.blocked, 3)}  # fmt: skip
+
+
+def active_io_share(counts: Counts) -> float:
+    """Of the time the tasks ran or waited on files, the part they waited."""
+    active = counts.io + counts.running + counts.accelerator
+    return counts.io / active if active else 0.0
+
+
+def sentence(verdict: Verdict, report: dict[str, Any]) -> str:
+    """One paragraph, as an engineer would say it, from the JSON report's own fields."""
+    kind, figures = verdict.bottleneck, report.get("device_iostat") or {}
+    main = report["main"]["shares"]
+    if kind in IO_VERDICTS:
+        where = _where(report)
+        who = "its main thread" if verdict.waiters == "main" else "its workers"
+        share = report["waiters_io_share"]
+        verb = "writes to" if verdict.direction == "write" else "reads from"
+        text = f"{where}, which the job {verb}; {who} spend {share:.0%} of their active time "
+        text += "waiting on it"
+        if figures:
+            text += f"; {_device_state(figures, verdict.direction or 'read')}"
+        if kind == "throttled":
+            throttle = report["throttle"]
+            text += (f"; the cgroup {throttle['cgroup']} limits {throttle['limit']} to "
+                     f"{throttle['value']} and the job reaches {throttle['reached']:.0%} of it")
+        if verdict.waiters == "workers":
+            waits = main["sleeping"] + main["blocked"]
+            text += f"; the main thread waits for input {waits:.0%} of the time"
+        return text + f": {CONCLUSION[kind]}."
+    if kind == "input_cpu":
+        return (f"the main thread waits for input {main['sleeping'] + main['blocked']:.0%} of the "
+                f"time while the workers run on the CPU ({report['workers']['running']:.2f} "
+                f"threads busy, {report['workers']['io_wait']:.2f} waiting on files): "
+                f"{CONCLUSION[kind]}.")  # fmt: skip
+    if kind == "compute":
+        return (f"the main thread runs {main['running']:.0%} of the time and waits on files "
+                f"{main['io_wait']:.0%}: {CONCLUSION[kind]}.")  # fmt: skip
+    return f"{'; '.join(verdict.reasons)}: {CONCLUSION[kind]}."
+
+
+CONCLUSION = {
+    "disk": "the job is disk-bound",
+    "checkpoint": "the job is bound by its checkpoint writes",
+    "throttled": "the job is held back by its cgroup's I/O limit",
+    "remote_fs": "the job waits on a remote or FUSE filesystem",
+    "input_cpu": "the job is bound by its input pipeline's CPU work",
+    "compute": "the job is compute-bound; the disk is not what holds it",
+    "idle": "the job is idle",
+    "unknown": "diagnose cannot tell what the job is bound by",
+}
+
+
+def _where(report: dict[str, Any]) -> str:
+    mount, device = report.get("mount_point"), report.get("device")
+    if report.get("remote"):
+        return f"{mount} ({report.get('fstype') or 'remote'}) has no local block device"
+    if device and mount:
+        return f"{device} holds {mount}"
+    return f"{device or 'an unknown device'}"
+
+
+def _device_state(figures: dict[str, Any], direction: str) -> str:
+    util = float(figures.get("util_percent", 0.0))
+    state = "saturated" if util >= 90 else "busy" if util >= 50 else "not saturated"
+    key = "read_await_ms" if direction == "read" else "write_await_ms"
+    now, usual = float(figures.get(key, 0.0)), float(figures.get(f"{key}_since_boot", 0.0))
+    short = "r_await" if direction == "read" else "w_await"
+    return (f"the device is {state} (util {util:.1f} %, {short} {now:.2f} ms; "
+            f"{usual:.2f} ms on average since boot)")
+
+
+def render_text(report: dict[str, Any]) -> str:
+    lines = [f"diskprobe diagnose: {report['target']}, {report['seconds']:.1f} s, "
+             f"{report['samples']} samples", f"bottleneck: {report['bottleneck']}",
+             report["sentence"], "why:"]  # fmt: skip
+    lines += [f"  - {reason}" for reason in report["reasons"]]
+    if report.get("paths"):
+        lines.append("files waited on: " + ", ".join(report["paths"]))
+    lines.append("processes (share of the main thread's time; cpu in cores):")
+    for process in report["processes"]:
+        shares = process["shares"]
+        lines.append(f"  {process['pid']:>7} {process['role']:<6} {process['comm'][:16]:<16} "
+                     f"run {shares['running']:4.0%} io {shares['io_wait']:4.0%} "
+                     f"sleep {shares['sleeping']:4.0%} blocked {shares['blocked']:4.0%} "
+                     f"cpu {process['cpu_cores']:.2f} threads {process['threads']}")  # fmt: skip
+    for note in report["notes"]:
+        lines.append(f"note: {note}")
+    lines.append(f"advice: {report['advice']}")
+    return "\n".join(lines) + "\n"

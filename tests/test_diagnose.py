@@ -1,0 +1,232 @@
+"""`diskprobe diagnose` on real jobs (tests/diagnose_job.py) through the installed command.
+
+The slow disk is a loop device on a tests/fuse_delay.py file (every request 4 ms), ext4 on
+it, a dataset written and synced; each job evicts the files it reads from the page cache
+itself (posix_fadvise DONTNEED on its own files only). Verdicts rest on shares of time (a
+thread seen running, waiting on a file, sleeping), never on a measured duration; each case
+asserts the verdict and the evidence that decided it, with the margins stated.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, Optional
+
+import pytest
+
+from diagnose_host import DatasetHost, dataset_host
+
+from ci import skip_or_fail
+from helpers import installed_command
+
+pytestmark = [pytest.mark.root, pytest.mark.slow, pytest.mark.xdist_group("test_diagnose")]
+
+JOB = Path(__file__).with_name("diagnose_job.py")
+DELAY_MS = 4.0
+WATCH_SEC = 4.0
+SETTLE_SEC = 1.0  # the workers run before the watch starts
+WAITING = 0.5  # "mostly": a share above half
+
+
+@pytest.fixture(scope="module")
+def host() -> Iterator[DatasetHost]:
+    with dataset_host(skip_or_fail, delay_ms=DELAY_MS) as slow:
+        yield slow
+
+
+@pytest.fixture(scope="module")
+def tmpfs_data(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """Sample files in memory (/dev/shm): reading them never waits on a device."""
+    directory = Path("/dev/shm") / f"diagnose-{os.getpid()}"
+    directory.mkdir()
+    for index in range(16):
+        (directory / f"sample-{index}").write_bytes(os.urandom(256 * 1024))
+    yield directory
+    for path in directory.iterdir():
+        path.unlink()
+    directory.rmdir()
+
+
+class Job:
+    """A job in its own session (its workers die with it: killpg)."""
+
+    def __init__(self, *argv: str, env: Optional[dict[str, str]] = None,
+                 prefix: tuple[str, ...] = ()) -> None:  # fmt: skip
+        self.process = subprocess.Popen(
+            [*prefix, sys.executable, str(JOB), *argv], stdout=subprocess.PIPE, text=True,
+            start_new_session=True, env={**os.environ, **(env or {})},
+        )  # fmt: skip
+        assert self.process.stdout is not None
+        assert self.process.stdout.readline().strip() == "ready"
+        time.sleep(SETTLE_SEC)
+
+    def stop(self) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.process.pid, signal.SIGKILL)
+        self.process.wait(10)
+
+
+def diagnose(*args: str, text: bool = False) -> Any:
+    argv = [*installed_command(), "diagnose", *args, "--seconds", str(WATCH_SEC),
+            "--format", "text" if text else "json"]  # fmt: skip
+    done = subprocess.run(argv, capture_output=True, timeout=WATCH_SEC + 60)
+    assert done.returncode == 0, done.stderr
+    out = done.stdout.decode("utf-8")  # strict: the report is valid UTF-8
+    return out if text else json.loads(out)
+
+
+def watch_job(*argv: str, **options: Any) -> dict[str, Any]:
+    job = Job(*argv, **options)
+    try:
+        report: dict[str, Any] = diagnose("--pid", str(job.process.pid))
+    finally:
+        job.stop()
+    return report
+
+
+def explain(report: dict[str, Any]) -> str:
+    return json.dumps({key: report.get(key) for key in ("bottleneck", "reasons", "main",
+                                                         "workers", "device")})  # fmt: skip
+
+
+def test_workers_reading_from_a_slow_disk_make_it_disk(host: DatasetHost) -> None:
+    report = watch_job("files", str(host.data), "2")
+    assert report["bottleneck"] == "disk", explain(report)
+    assert (report["device"], report["mount_point"]) == (host.device, str(host.mountpoint))
+    assert report["waiters"] == "workers" and report["direction"] == "read"
+    assert report["main"]["shares"]["sleeping"] > WAITING  # the loop waits for its batches
+    assert report["workers"]["io_wait"] > report["workers"]["running"]
+    assert any(path.startswith(str(host.data)) for path in report["paths"]), report["paths"]
+    assert report["device_iostat"]["reads_per_sec"] > 0
+
+
+def test_a_dataset_read_through_mmap_waits_in_page_faults_and_is_disk(host: DatasetHost) -> None:
+    report = watch_job("mmap", str(host.big), "2")
+    assert report["bottleneck"] == "disk", explain(report)
+    assert report["device"] == host.device
+    assert str(host.big) in report["paths"]
+
+
+def test_workers_busy_on_transforms_make_it_input_cpu(tmpfs_data: Path) -> None:
+    report = watch_job("cpu", str(tmpfs_data), "2")
+    assert report["bottleneck"] == "input_cpu", explain(report)
+    assert report["workers"]["running"] > report["workers"]["io_wait"]
+    assert "device" not in report
+
+
+def test_a_busy_step_with_batches_in_memory_is_compute(host: DatasetHost) -> None:
+    report = watch_job("compute")
+    assert report["bottleneck"] == "compute", explain(report)
+    assert report["main"]["shares"]["running"] > WAITING
+
+
+def test_fsyncs_to_the_slow_disk_are_checkpoint(host: DatasetHost) -> None:
+    report = watch_job("checkpoint", str(host.checkpoints))
+    assert report["bottleneck"] == "checkpoint", explain(report)
+    assert report["direction"] == "write" and report["device"] == host.device
+    assert str(host.checkpoints / "ckpt.bin") in report["paths"]
+
+
+def test_reads_from_a_fuse_filesystem_are_remote_fs(host: DatasetHost) -> None:
+    report = watch_job("remote", str(host.fuse_file), "2")
+    assert report["bottleneck"] == "remote_fs", explain(report)
+    assert report["mount_point"] == str(host.slow.mountpoint)
+    assert report["fstype"] == "fuse.delay" and report["remote"] is True
+
+
+def test_a_cgroup_read_limit_makes_it_throttled(host: DatasetHost, tmp_path: Path) -> None:
+    """cgroup v1 blkio.throttle (what this machine has): 1 MiB/s on the loop device."""
+    cgroup = Path("/sys/fs/cgroup/blkio") / f"diagnose-{tmp_path.name}"
+    if not cgroup.parent.joinpath("blkio.throttle.read_bps_device").exists():
+        skip_or_fail("no cgroup v1 blkio hierarchy at /sys/fs/cgroup/blkio")
+    cgroup.mkdir()
+    device = Path(f"/sys/class/block/{host.device}/dev").read_text().strip()
+    try:
+        (cgroup / "blkio.throttle.read_bps_device").write_text(f"{device} {1 << 20}\n")
+        job = Job("files", str(host.data), "2", prefix=(
+            "sh", "-c", f'echo $$ > {cgroup}/cgroup.procs && exec "$@"', "sh"))  # fmt: skip
+        try:
+            report = diagnose("--cgroup", str(cgroup))
+        finally:
+            job.stop()
+    finally:
+        for _ in range(50):
+            try:
+                cgroup.rmdir()
+                break
+            except OSError:
+                time.sleep(0.1)
+    assert report["bottleneck"] == "throttled", explain(report)
+    assert report["device"] == host.device
+    assert report["throttle"]["limit"] == "rbps" and report["throttle"]["value"] == 1 << 20
+    assert report["throttle"]["reached"] > WAITING
+
+
+def test_a_compute_job_beside_a_saturated_disk_is_not_blamed_on_it(host: DatasetHost) -> None:
+    """fio saturates the loop device the job's dataset is on; the job computes."""
+    fio = subprocess.Popen(
+        ["fio", "--name=saturate", f"--filename=/dev/{host.device}", "--readonly",
+         "--rw=randread", "--direct=1", "--ioengine=psync", "--numjobs=2", "--time_based",
+         "--runtime=60", "--output=/dev/null"], start_new_session=True,
+    )  # fmt: skip
+    try:
+        report = watch_job("compute")
+        util = _util(host.device)
+    finally:
+        os.killpg(fio.pid, signal.SIGKILL)
+        fio.wait(10)
+    assert report["bottleneck"] == "compute", explain(report)
+    assert util > 50.0, f"the device was not busy ({util:.0f} %): the test proves nothing"
+
+
+def test_a_job_waiting_a_third_of_the_time_follows_the_larger_share(host: DatasetHost) -> None:
+    report = watch_job("third", str(host.data / "sample-000.bin"))
+    shares = report["main"]["shares"]
+    assert report["bottleneck"] == "compute", explain(report)
+    assert 0.1 < shares["io_wait"] < shares["running"], shares  # about 1/3 and 2/3
+
+
+def test_a_sleeping_job_is_idle() -> None:
+    report = watch_job("idle")
+    assert report["bottleneck"] == "idle", explain(report)
+
+
+def test_a_job_that_exits_during_the_watch_is_unknown_with_the_reason() -> None:
+    report = watch_job("exit", "1.5")
+    assert report["bottleneck"] == "unknown", explain(report)
+    assert "ended" in report["reasons"][0]
+
+
+def test_the_text_report_says_it_in_a_sentence_with_advice(host: DatasetHost) -> None:
+    job = Job("files", str(host.data), "2", env={"DIAGNOSE_JOB_COMM": "\udcffloader"})
+    try:
+        text = diagnose("--pid", str(job.process.pid), text=True)
+    finally:
+        job.stop()
+    lines = text.splitlines()
+    assert lines[1] == "bottleneck: disk", text
+    assert lines[2].startswith(f"{host.device} holds {host.mountpoint}, which the job reads from")
+    assert lines[2].endswith("the job is disk-bound.")
+    assert lines[-1].startswith("advice: cache the dataset")
+    assert "%FFloader" in text  # the comm's byte that is not UTF-8, escaped
+
+
+def _util(device: str) -> float:
+    """The device's %util over one second, from /proc/diskstats (io_ticks)."""
+    def ticks() -> int:
+        for line in Path("/proc/diskstats").read_text().splitlines():
+            parts = line.split()
+            if parts[2] == device:
+                return int(parts[12])
+        raise AssertionError(device)
+    first = ticks()
+    time.sleep(1.0)
+    return (ticks() - first) / 10.0
