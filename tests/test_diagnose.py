@@ -199,6 +199,23 @@ def test_a_sleeping_job_is_idle() -> None:
     assert report["bottleneck"] == "idle", explain(report)
 
 
+def test_ctrl_c_ends_the_watch_early_with_a_report_of_what_was_seen() -> None:
+    job = Job("idle")
+    try:
+        watch = subprocess.Popen(
+            [*installed_command(), "diagnose", "--pid", str(job.process.pid), "--seconds", "60",
+             "--format", "json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        )  # fmt: skip
+        time.sleep(1.5)
+        watch.send_signal(signal.SIGINT)
+        out, err = watch.communicate(timeout=30)
+    finally:
+        job.stop()
+    assert watch.returncode == 0, err
+    report = json.loads(out)
+    assert report["bottleneck"] == "idle" and 0 < report["seconds"] < 30, explain(report)
+
+
 def test_a_job_that_exits_during_the_watch_is_unknown_with_the_reason() -> None:
     report = watch_job("exit", "1.5")
     assert report["bottleneck"] == "unknown", explain(report)
@@ -217,6 +234,34 @@ def test_the_text_report_says_it_in_a_sentence_with_advice(host: DatasetHost) ->
     assert lines[2].endswith("the job is disk-bound.")
     assert lines[-1].startswith("advice: cache the dataset")
     assert "%FFloader" in text  # the comm's byte that is not UTF-8, escaped
+
+
+def test_without_ptrace_rights_the_states_still_count_and_the_report_says_so(
+    host: DatasetHost,
+) -> None:
+    """A reader owned by nobody; diagnose as root without CAP_SYS_PTRACE: /proc/<tid>/syscall
+    and the fd links are refused, the D states are still seen."""
+    with open(host.big, "rb") as data:  # opened here: nobody may not enter the work dir
+        reader = subprocess.Popen(
+            ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "dd",
+             "of=/dev/null", "bs=4k", "iflag=direct", "status=none"],
+            stdin=data, start_new_session=True,
+        )  # fmt: skip
+    drop = ["setpriv", "--inh-caps=-sys_ptrace", "--bounding-set=-sys_ptrace", "--"]
+    try:
+        time.sleep(SETTLE_SEC)
+        done = subprocess.run(
+            [*drop, *installed_command(), "diagnose", "--pid", str(reader.pid), "--seconds",
+             str(WATCH_SEC), "--format", "json"], capture_output=True, timeout=WATCH_SEC + 60,
+        )  # fmt: skip
+    finally:
+        os.killpg(reader.pid, signal.SIGKILL)
+        reader.wait(10)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["bottleneck"] == "disk", explain(report)
+    assert report["device"] is None and "device_iostat" not in report
+    assert "/proc/<tid>/syscall needs root or CAP_SYS_PTRACE" in report["notes"][0]
 
 
 def _util(device: str) -> float:

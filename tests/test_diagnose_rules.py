@@ -152,7 +152,7 @@ def fake_job(tmp_path: Path) -> tuple[dict[str, str], Path]:
     its worker (200, comm with a byte that is no UTF-8) blocked in read() on a dataset
     file, a worker whose stat is cut short (300), and a thread of garbage (100/task/101)."""
     proc, sys_root = tmp_path / "proc", tmp_path / "sys"
-    data = tmp_path / "data"
+    data = tmp_path / "data set \udcff"  # a space (\040 in mountinfo), a byte not UTF-8
     data.mkdir()
     (data / "x.bin").write_bytes(b"\0" * 4096)
     device = os.stat(data / "x.bin").st_dev
@@ -173,7 +173,9 @@ def fake_job(tmp_path: Path) -> tuple[dict[str, str], Path]:
     (proc / "300" / "task" / "300" / "stat").write_text("300 (short) D 100 1 2 3\n")
     (proc / "200" / "fd").mkdir()
     (proc / "200" / "fd" / "3").symlink_to(data / "x.bin")
-    (proc / "200" / "mountinfo").write_text(f"36 25 {devno} / {data} rw - ext4 /dev/fakedisk rw\n")
+    mount_point = os.fsencode(data).replace(b" ", b"\\040")
+    (proc / "200" / "mountinfo").write_bytes(
+        b"36 25 %s / %s rw - ext4 /dev/fakedisk rw\n" % (devno.encode(), mount_point))
     (proc / "diskstats").write_text(f" {devno.replace(':', ' ')} fakedisk 5 0 40 9 0 0 0 0 0 "
                                     "9 9 0 0 0 0 0 0\n")  # fmt: skip
     (sys_root / "dev" / "block").mkdir(parents=True)
@@ -190,8 +192,9 @@ def test_a_container_view_through_host_proc_and_host_sys(tmp_path: Path) -> None
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout.decode("utf-8"))
     assert report["bottleneck"] == "disk", report["reasons"]
-    assert (report["device"], report["mount_point"]) == ("fakedisk", str(data))
-    assert report["paths"] == [str(data / "x.bin")] and report["waiters"] == "workers"
+    shown = str(data).replace("\udcff", "%FF")  # the byte that is not UTF-8, escaped
+    assert (report["device"], report["mount_point"]) == ("fakedisk", shown)
+    assert report["paths"] == [f"{shown}/x.bin"] and report["waiters"] == "workers"
     comms = {process["pid"]: process["comm"] for process in report["processes"]}
     assert comms == {100: "trainer", 200: "%FFworker"}  # 300's short stat: left out
 

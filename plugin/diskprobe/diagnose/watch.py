@@ -78,20 +78,23 @@ class Watch:
         started = clock()
         main_pid = self._discover(first=True)
         ticks, ended, next_discovery = 0, None, started + DISCOVER_SEC
-        while True:
-            now = clock()
-            if now - started >= seconds:
-                break
-            if now >= next_discovery:
-                self._discover(first=False)
-                next_discovery = now + DISCOVER_SEC
-            self._tick(now - started)
-            ticks += 1
-            main = self.processes.get(main_pid)
-            if main is None or main.ended_at is not None:
-                ended = _ended(main_pid, main, now - started, seconds)
-                break
-            sleep(max(0.0, started + ticks * PERIOD_SEC - clock()))
+        try:  # Ctrl-C ends the watch early: the report covers what was seen
+            while True:
+                now = clock()
+                if now - started >= seconds:
+                    break
+                if now >= next_discovery:
+                    self._discover(first=False)
+                    next_discovery = now + DISCOVER_SEC
+                self._tick(now - started)
+                ticks += 1
+                main = self.processes.get(main_pid)
+                if main is None or main.ended_at is not None:
+                    ended = _ended(main_pid, main, now - started, seconds)
+                    break
+                sleep(max(0.0, started + ticks * PERIOD_SEC - clock()))
+        except KeyboardInterrupt:
+            pass
         return Watched(self.processes, main_pid, ticks, clock() - started, ended,
                        self._classifier.unreadable)  # fmt: skip
 
