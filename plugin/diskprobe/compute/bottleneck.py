@@ -156,3 +156,29 @@ def io_kind(direction: str, place: Place, throttled: set[Place]) -> str:
     if place in throttled:
         return "throttled"
     return "checkpoint" if direction == "write" else "disk"
+
+
+INPUT_BOUND = 0.25  # a job waiting for its next batch a quarter of its step time or more
+DEVICE_BUSY = 50.0  # %util of the data's device from which its waits are the device's
+
+
+def training_verdict(input_wait: float, checkpoint: float, place: Place | None,
+                     in_memory: bool, util_percent: float | None) -> Verdict:  # fmt: skip
+    """What a training loop measured from inside is bound by: the share of step time waiting
+    for the next batch (`input_wait`) and in checkpoint saves, and where its data lives."""
+    waiting = f"{input_wait:.0%} of step time waiting for input"
+    if checkpoint >= INPUT_BOUND and checkpoint >= input_wait:
+        return Verdict("checkpoint", [f"{checkpoint:.0%} of step time in checkpoint saves"])
+    if input_wait < INPUT_BOUND:
+        return Verdict("compute", [waiting])
+    if in_memory:
+        return Verdict("input_cpu", [waiting, "the data is in memory (tmpfs, ramfs)"])
+    if place is None:
+        return Verdict("unknown", [waiting, "give data_paths= to tell disk from input_cpu"])
+    if place.remote:
+        return Verdict("remote_fs", [waiting, f"the data is on {place.fstype}"], place, "read")
+    if util_percent is not None and util_percent >= DEVICE_BUSY:
+        return Verdict("disk", [waiting, f"{place.device} is {util_percent:.0f} % busy"], place,
+                       "read")  # fmt: skip
+    return Verdict("input_cpu", [waiting, f"{place.device} is {util_percent or 0:.0f} % busy: "
+                                 "the loaders, not the device"])  # fmt: skip

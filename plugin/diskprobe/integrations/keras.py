@@ -13,10 +13,12 @@ Importing this module imports keras (or tensorflow.keras when Keras 3 is not ins
 from __future__ import annotations
 
 import importlib
-from typing import Any
+import time
+from typing import Any, Sequence
 
 from diskprobe.guard import DiskGuard, GuardStatus, logger
 from diskprobe.integrations._common import Transitions, check_action
+from diskprobe.integrations.input_wait import InputWaitMeter
 
 
 def _import_keras() -> Any:
@@ -147,3 +149,41 @@ class DiskGuardCallback(_Callback):  # type: ignore[misc]
 
     def on_test_batch_end(self, batch: int, logs: Any = None) -> None:
         self._forward("on_test_batch_end", batch, logs)
+
+
+class InputWaitCallback(_Callback):  # type: ignore[misc]
+    """The share of step time a fit waits for its next batch (diskprobe.integrations.
+    input_wait). With the torch and jax backends Keras fetches each batch (arrays, PyDataset,
+    tf.data) before on_train_batch_begin, so the time from one batch's end to the next one's
+    begin is the wait. The TensorFlow backend fetches inside its compiled step: the wait is
+    not visible to callbacks there (one W! says so; `diskprobe diagnose` sees it from outside).
+
+        model.fit(..., callbacks=[InputWaitCallback(["/mnt/data"])])
+    """
+
+    def __init__(self, data_paths: Sequence[str] = (), window_steps: int = 50) -> None:
+        super().__init__()
+        self.meter = InputWaitMeter(data_paths, window_steps)
+        self.summary: dict[str, Any] | None = None
+        self._since: float | None = None
+
+    def on_train_begin(self, logs: Any = None) -> None:
+        backend = getattr(getattr(keras, "backend", None), "backend", lambda: "")()
+        if backend == "tensorflow":
+            logger.warning("diskprobe input wait: the TensorFlow backend fetches batches inside "
+                           "its step; the input wait measured here is not the real one")
+
+    def on_epoch_begin(self, epoch: int, logs: Any = None) -> None:
+        self.meter.start()
+        self._since = time.monotonic()
+
+    def on_train_batch_begin(self, batch: int, logs: Any = None) -> None:
+        if self._since is not None:
+            self.meter.batch_wait(time.monotonic() - self._since)
+
+    def on_train_batch_end(self, batch: int, logs: Any = None) -> None:
+        self.meter.step_end()
+        self._since = time.monotonic()
+
+    def on_train_end(self, logs: Any = None) -> None:
+        self.summary = self.meter.close()

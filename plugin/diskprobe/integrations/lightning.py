@@ -10,10 +10,12 @@ Importing this module imports lightning.pytorch (or the standalone pytorch_light
 from __future__ import annotations
 
 import importlib
-from typing import Any
+import time
+from typing import Any, Sequence
 
 from diskprobe.guard import DiskGuard, GuardStatus
 from diskprobe.integrations._common import Transitions, check_action
+from diskprobe.integrations.input_wait import InputWaitMeter
 
 
 def _import_lightning() -> Any:
@@ -108,3 +110,35 @@ class DiskGuardCallback(_Callback):  # type: ignore[misc]
 
     def on_exception(self, trainer: Any, pl_module: Any, exception: BaseException) -> None:
         self._resume()
+
+
+class InputWaitCallback(_Callback):  # type: ignore[misc]
+    """The share of step time a fit waits for its next batch (diskprobe.integrations.
+    input_wait): Lightning fetches a batch before on_train_batch_start, so the time from one
+    batch's end to the next batch's start is the wait. `meter.windows` and the log say it.
+
+        trainer = lightning.pytorch.Trainer(callbacks=[InputWaitCallback(["/mnt/data"])])
+    """
+
+    def __init__(self, data_paths: Sequence[str] = (), window_steps: int = 50) -> None:
+        super().__init__()
+        self.meter = InputWaitMeter(data_paths, window_steps)
+        self.summary: dict[str, Any] | None = None
+        self._since: float | None = None
+
+    def on_train_epoch_start(self, trainer: Any, pl_module: Any) -> None:
+        self.meter.start()
+        self._since = time.monotonic()
+
+    def on_train_batch_start(self, trainer: Any, pl_module: Any, batch: Any,
+                             batch_idx: int) -> None:  # fmt: skip
+        if self._since is not None:
+            self.meter.batch_wait(time.monotonic() - self._since)
+
+    def on_train_batch_end(self, trainer: Any, pl_module: Any, outputs: Any, batch: Any,
+                           batch_idx: int) -> None:  # fmt: skip
+        self.meter.step_end()
+        self._since = time.monotonic()
+
+    def on_train_end(self, trainer: Any, pl_module: Any) -> None:
+        self.summary = self.meter.close()
