@@ -5,7 +5,8 @@
 Serves, at MOUNTPOINT (fstype "fuse.delay", source "fuse_delay"), one flat directory of
 files of BYTES each, their data held in this process's memory (zeros at first). Every read
 and every write of a file first sleeps for that file's delay, in milliseconds, taken from the
-JSON object in the file JSON ({"disk1": 8.0}; a file not named there has no delay). JSON is
+JSON object in the file JSON ({"disk1": 8.0}; a file not named there has no delay; the files
+listed under "@getattr" also wait that long in getattr, a wedged server). JSON is
 re-read whenever its inode, mtime or size changes (polled every 20 ms), so one run can go
 1x -> 2x -> 5x -> 10x: write the new object to a temp file and rename it over JSON (a new
 inode: mtimes are coarse, two writes within a few ms of each other can share one).
@@ -54,6 +55,7 @@ class DelayTable:
         self._path = path
         self._signature: Optional[tuple[int, int, int]] = None
         self.delays: dict[str, float] = {}
+        self.getattr_slow: frozenset[str] = frozenset()
         self._reload()
         threading.Thread(target=self._watch, name="delays", daemon=True).start()
 
@@ -68,6 +70,8 @@ class DelayTable:
             return
         with open(self._path, encoding="utf-8") as handle:
             loaded = json.load(handle)
+        # "@getattr": files whose getattr (stat) waits too, as on a wedged network filesystem
+        self.getattr_slow = frozenset(str(name) for name in loaded.pop("@getattr", []))
         # One assignment: a request thread sees either the old table or the new one.
         self.delays = {str(name): float(value) for name, value in loaded.items()}
         self._signature = signature
@@ -116,7 +120,9 @@ class DelayFs(mfusepy.Operations):  # type: ignore[misc]  # mfusepy ships no typ
             return {"st_mode": stat.S_IFDIR | 0o755, "st_nlink": 2, **times}
         if path == f"/{STATS}":
             return {"st_mode": stat.S_IFREG | 0o444, "st_nlink": 1, "st_size": STATS_SIZE, **times}
-        self._name(path)
+        name = self._name(path)
+        if name in self._delays.getattr_slow:
+            self._delays.sleep_for(name)
         blocks = self._size // 512
         return {"st_mode": stat.S_IFREG | 0o644, "st_nlink": 1, "st_size": self._size,
                 "st_blocks": blocks, "st_blksize": BLOCK_SIZE, **times}  # fmt: skip

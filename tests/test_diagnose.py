@@ -34,6 +34,8 @@ DELAY_MS = 4.0
 WATCH_SEC = 4.0
 SETTLE_SEC = 1.0  # the workers run before the watch starts
 WAITING = 0.5  # "mostly": a share above half
+STUCK_MS = 60_000.0  # a wedged server: far longer than a watch (diagnose's timeout is half)
+ATTR_CACHE_SEC = 1.5  # libfuse's attr_timeout is 1 s: after it, a stat() asks the server
 
 
 @pytest.fixture(scope="module")
@@ -140,6 +142,41 @@ def test_reads_from_a_fuse_filesystem_are_remote_fs(host: DatasetHost) -> None:
     assert report["bottleneck"] == "remote_fs", explain(report)
     assert report["mount_point"] == str(host.slow.mountpoint)
     assert report["fstype"] == "fuse.delay" and report["remote"] is True
+
+
+def test_a_wedged_remote_filesystem_does_not_hang_the_watch(host: DatasetHost) -> None:
+    """A worker blocked in a read of a FUSE file whose server then stops answering stat() as
+    well (a hard NFS mount whose server is gone): diagnose never stat()s a job's file (the
+    fd's mount comes from fdinfo's mnt_id), so it reports in time, remote_fs."""
+    slow = host.slow
+    stuck, other = slow.files[1], slow.files[0]
+    table: dict[str, object] = {other: DELAY_MS, stuck: STUCK_MS}
+
+    def write_table() -> None:
+        temp = slow.delay_file.with_suffix(".tmp")
+        temp.write_text(json.dumps(table))
+        os.replace(temp, slow.delay_file)
+        time.sleep(0.1)  # the daemon polls every 20 ms
+
+    write_table()  # reads of the file now take STUCK_MS; its open and stat still answer
+    try:
+        job = Job("remote", str(host.fuse_file), "1")
+        table["@getattr"] = [stuck]
+        write_table()  # now stat() of it waits STUCK_MS too
+        time.sleep(ATTR_CACHE_SEC)
+        try:
+            done = subprocess.run(
+                [*installed_command(), "diagnose", "--pid", str(job.process.pid), "--seconds",
+                 "2", "--format", "json"], capture_output=True, timeout=STUCK_MS / 2000,
+            )  # fmt: skip
+        finally:
+            job.stop()
+    finally:
+        table = {name: DELAY_MS for name in slow.files}
+        write_table()
+    report = json.loads(done.stdout)
+    assert report["bottleneck"] == "remote_fs", explain(report)
+    assert report["fstype"] == "fuse.delay"
 
 
 def test_a_cgroup_read_limit_makes_it_throttled(host: DatasetHost, tmp_path: Path) -> None:

@@ -17,7 +17,13 @@ from diskprobe.diagnose.evidence import Snapshot, throttles
 from diskprobe.roots import HostRoots
 from diskprobe.sources.cgroup_limits import job_cgroup, parse_io_max, parse_v1_limit
 from diskprobe.sources.file_places import FilePlaces, Place
-from diskprobe.sources.tasks import OpenFile, parse_mapped_files, parse_syscall, parse_task_stat
+from diskprobe.sources.tasks import (
+    OpenFile,
+    parse_fdinfo,
+    parse_mapped_files,
+    parse_syscall,
+    parse_task_stat,
+)
 
 from helpers import installed_command
 
@@ -55,6 +61,12 @@ def test_syscall_file_forms() -> None:
     assert not isinstance(fault, str) and fault is not None and fault.number == -1
     for bad in ("", "x 0x1", "0 0x1 0x2", "-2 0x1", "0 zz 0 0 0 0 0", "\udcff"):
         assert parse_syscall(bad) is None, bad
+
+
+def test_fdinfo_names_the_mount_without_touching_the_file() -> None:
+    assert parse_fdinfo("pos:\t0\nflags:\t0100000\nmnt_id:\t24\nino:\t3\n") == (24, 3)
+    assert parse_fdinfo("pos:\t0\nflags:\t02\n") == (None, 0)  # before Linux 3.15
+    assert parse_fdinfo("mnt_id:\t-1\nino: x\n") == (None, 0)
 
 
 def test_mapped_files_leave_out_code_and_anonymous_memory() -> None:
@@ -173,6 +185,8 @@ def fake_job(tmp_path: Path) -> tuple[dict[str, str], Path]:
     (proc / "300" / "task" / "300" / "stat").write_text("300 (short) D 100 1 2 3\n")
     (proc / "200" / "fd").mkdir()
     (proc / "200" / "fd" / "3").symlink_to(data / "x.bin")
+    (proc / "200" / "fdinfo").mkdir()  # mnt_id 36: the mount line below, the file unstat()ed
+    (proc / "200" / "fdinfo" / "3").write_text("pos:\t0\nflags:\t0100000\nmnt_id:\t36\n")
     mount_point = os.fsencode(data).replace(b" ", b"\\040")
     (proc / "200" / "mountinfo").write_bytes(
         b"36 25 %s / %s rw - ext4 /dev/fakedisk rw\n" % (devno.encode(), mount_point))

@@ -61,7 +61,10 @@ class Classifier:
             return FAULT if state == "D" else SLEEP
         kind = call_kind(self._machine, call.number)
         fd = call.args[kind.fd_arg] if kind.fd_arg is not None else None
-        file = read_open_file(self._roots, pid, fd) if fd is not None and fd < FD_LIMIT else None
+        file = None
+        if fd is not None and fd < FD_LIMIT:
+            file = read_open_file(self._roots, pid, fd,
+                                  lambda mount: self.places.fstype(pid, mount))  # fmt: skip
         return self._by_kind(pid, state, kind, file)
 
     def _by_kind(self, pid: int, state: str, kind: CallKind, file: OpenFile | None) -> Seen:

@@ -81,14 +81,24 @@ class FilePlaces:
             return None
         if is_remote(mount.fstype):
             return Located(Place(None, mount.mount_point, True, mount.fstype), None, mount.fstype)
-        devno = file.device if file.device[0] else self._source_device(mount)
+        devno = (mount.major, mount.minor) if mount.major else self._source_device(mount)
         name = self._names.name(devno) if devno else None
         return Located(Place(name, mount.mount_point, False, mount.fstype), devno, mount.fstype)
 
-    def _mount_of(self, pid: int, file: OpenFile) -> Mount | None:
+    def fstype(self, pid: int, mount_id: int) -> str | None:
+        mount = next((m for m in self._table(pid) if m.mount_id == mount_id), None)
+        return mount.fstype if mount else None
+
+    def _table(self, pid: int) -> list[Mount]:
         mounts = self._mounts.get(pid)
         if mounts is None:
             mounts = self._mounts[pid] = read_process_mountinfo(self._roots, pid)
+        return mounts
+
+    def _mount_of(self, pid: int, file: OpenFile) -> Mount | None:
+        mounts = self._table(pid)
+        if file.mount_id is not None:
+            return next((m for m in mounts if m.mount_id == file.mount_id), None)
         same = [m for m in mounts if (m.major, m.minor) == file.device]
         if not same:
             return None

@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import stat as modes
 from dataclasses import dataclass
+from typing import Callable
 
 from diskprobe.roots import HostRoots
 from diskprobe.sources.procio import IO_READ_SIZE, MalformedIo, parse_proc_io
@@ -147,19 +148,58 @@ class OpenFile:
     """What one file descriptor of a process refers to."""
 
     path: str  # the link's text: "/mnt/data/x.bin", "pipe:[123]", "/dev/nvidia0"
-    device: tuple[int, int]  # st_dev: the filesystem's device number
+    device: tuple[int, int]  # st_dev: the filesystem's device number ((0, 0): by mount_id)
     inode: int
-    is_regular: bool
+    is_regular: bool  # a file in a filesystem (not a pipe, a socket, an anonymous inode)
     is_device: bool  # a block or character device node (its own rdev in rdevice)
     rdevice: tuple[int, int] = (0, 0)
+    mount_id: int | None = None  # fdinfo's mnt_id: the mount, without touching the file
 
 
-def read_open_file(roots: HostRoots, pid: int, fd: int) -> OpenFile | None:
-    """stat() through /proc/<pid>/fd/<fd> (the file itself, not the link) and its path."""
+# /proc/<pid>/fdinfo/<fd> (3.15+; ino since 5.14):
+#   pos:	0
+#   flags:	0100000
+#   mnt_id:	24
+#   ino:	3
+def parse_fdinfo(text: str) -> tuple[int | None, int]:
+    """mnt_id (None when absent) and ino (0 when absent)."""
+    values = dict(line.partition(":")[::2] for line in text.splitlines())
+    mount_id, inode = parse_u64(values.get("mnt_id", "").strip()), parse_u64(
+        values.get("ino", "").strip())  # fmt: skip
+    return mount_id, inode or 0
+
+
+DEVICE_FS = ("devtmpfs", "tmpfs")  # where device nodes live: stat() there cannot hang
+
+
+def read_open_file(roots: HostRoots, pid: int, fd: int,
+                   fstype_of: Callable[[int], str | None]) -> OpenFile | None:  # fmt: skip
+    """The fd's path and mount (fdinfo's mnt_id), never a stat() of a file on a data
+    filesystem: on a hard NFS mount whose server is gone, that stat would hang the watch
+    the way the job hangs. Only a node on devtmpfs/tmpfs (/dev) is stat()ed, for its rdev.
+    `fstype_of(mount_id)` is the process's mount table's answer."""
     link = roots.proc_path(str(pid), "fd", str(fd))
     try:
-        info = os.stat(link)
         path = os.readlink(link)
+        info_text = _read(roots.proc_path(str(pid), "fdinfo", str(fd)), 1024) or b""
+    except (OSError, ValueError):
+        return None
+    if not path.startswith("/"):  # pipe:[123], socket:[456], anon_inode:[eventfd]
+        return OpenFile(path, (0, 0), 0, False, False)
+    mount_id, inode = parse_fdinfo(info_text.decode("ascii", "replace"))
+    if mount_id is None:  # a kernel before 3.15: stat() is all there is
+        return _stat_open_file(link, path)
+    if fstype_of(mount_id) in DEVICE_FS:
+        found = _stat_open_file(link, path)
+        return OpenFile(path, (0, 0), inode, not (found and found.is_device),
+                        bool(found and found.is_device), found.rdevice if found else (0, 0),
+                        mount_id)  # fmt: skip
+    return OpenFile(path, (0, 0), inode, True, False, (0, 0), mount_id)
+
+
+def _stat_open_file(link: str, path: str) -> OpenFile | None:
+    try:
+        info = os.stat(link)
     except (OSError, ValueError):
         return None
     is_device = modes.S_ISBLK(info.st_mode) or modes.S_ISCHR(info.st_mode)
