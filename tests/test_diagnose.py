@@ -231,9 +231,11 @@ def test_a_job_waiting_a_third_of_the_time_follows_the_larger_share(host: Datase
     assert 0.1 < shares["io_wait"] < shares["running"], shares  # about 1/3 and 2/3
 
 
-def test_a_sleeping_job_is_idle() -> None:
-    report = watch_job("idle")
+def test_a_sleeping_job_is_idle_and_its_shell_wrapper_is_passed_through() -> None:
+    report = watch_job("idle", prefix=("sh", "-c", '"$@"; true', "sh"))  # sh stays, waiting
     assert report["bottleneck"] == "idle", explain(report)
+    roles = {(process["comm"][:6], process["role"]) for process in report["processes"]}
+    assert roles == {("sh", "wrapper"), ("python", "main")}, report["processes"]
 
 
 def test_ctrl_c_ends_the_watch_early_with_a_report_of_what_was_seen() -> None:

@@ -84,13 +84,15 @@ def build_report(watch: Watch, watched: Watched, places: FilePlaces, before: Sna
     main = main_process.main if main_process else Counts()
     workers = Counts()
     for process in watched.processes.values():
+        if process.pid in watch.wrappers:
+            continue
         workers.add(process.others)
         if process.pid != watched.main_pid:
             workers.add(process.main)
     found = throttles(roots, places.devices, before, after, watched.seconds)
     held = {place for place, throttle in found.items() if throttle.reached >= THROTTLE_REACHED}
     verdict = decide(main, workers, watched.ticks, held, watched.ended)
-    report = _base(verdict, watched, main, workers)
+    report = _base(verdict, watched, main, workers, watch.wrappers)
     _add_place(report, verdict, watch, watched, before, after)
     if verdict.place is not None and verdict.place in found:
         report["throttle"] = _throttle(found[verdict.place])
@@ -101,7 +103,8 @@ def build_report(watch: Watch, watched: Watched, places: FilePlaces, before: Sna
     return report
 
 
-def _base(verdict: Verdict, watched: Watched, main: Counts, workers: Counts) -> dict[str, Any]:
+def _base(verdict: Verdict, watched: Watched, main: Counts, workers: Counts,
+          wrappers: set[int]) -> dict[str, Any]:  # fmt: skip
     processes = []
     for process in sorted(watched.processes.values(), key=lambda p: p.pid):
         threads = Counts()
@@ -111,7 +114,8 @@ def _base(verdict: Verdict, watched: Watched, main: Counts, workers: Counts) -> 
         reading = _io_rate(process.io_first, process.io_last, watched.seconds)
         processes.append({
             "pid": process.pid, "comm": process.comm,
-            "role": "main" if process.pid == watched.main_pid else "worker",
+            "role": "main" if process.pid == watched.main_pid
+            else "wrapper" if process.pid in wrappers else "worker",
             "threads": len(process.tids), "shares": shares_dict(Shares.of(process.main,
                                                                           process.main.samples)),
             "threads_running": round(Shares.of(threads, watched.ticks).running, 3),

@@ -72,6 +72,7 @@ class Watch:
         self.processes: dict[int, Process] = {}
         self._members: set[int] = set()
         self.paths: Counter[tuple[Place, str]] = Counter()  # the files waited on, by place
+        self.wrappers: set[int] = set()  # sh -c, tini, sudo...: passed through to the main
 
     def run(self, seconds: float, clock: Callable[[], float] = time.monotonic,
             sleep: Callable[[float], None] = time.sleep) -> Watched:  # fmt: skip
@@ -120,6 +121,7 @@ class Watch:
             children = [child for child, parent in parents.items() if parent == pid]
             if len(children) != 1:
                 break
+            self.wrappers.add(pid)  # it waits for its child: neither main nor a worker
             pid = children[0]
         return pid
 
