@@ -23,6 +23,7 @@ from typing import Any, Optional
 import pytest
 
 from diagnose_host import DatasetHost, dataset_host
+from diskprobe.compute.syscalls import TABLES
 
 from ci import skip_or_fail
 from helpers import installed_command
@@ -244,8 +245,11 @@ def test_ctrl_c_ends_the_watch_early_with_a_report_of_what_was_seen() -> None:
         watch = subprocess.Popen(
             [*installed_command(), "diagnose", "--pid", str(job.process.pid), "--seconds", "60",
              "--format", "json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            # pytest-xdist's workers ignore SIGINT, and a child inherits that: Python then
+            # installs no handler. A shell's Ctrl-C reaches a diagnose with the default.
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
         )  # fmt: skip
-        time.sleep(1.5)
+        _sleeping_between_samples(watch.pid)  # in the watch, not still importing
         watch.send_signal(signal.SIGINT)
         out, err = watch.communicate(timeout=30)
     finally:
@@ -253,6 +257,20 @@ def test_ctrl_c_ends_the_watch_early_with_a_report_of_what_was_seen() -> None:
     assert watch.returncode == 0, err
     report = json.loads(out)
     assert report["bottleneck"] == "idle" and 0 < report["seconds"] < 30, explain(report)
+
+
+def _sleeping_between_samples(pid: int, timeout: float = 60.0) -> None:
+    """Until the process is blocked in clock_nanosleep: diagnose's watch between two samples
+    (Python's time.sleep), which its start-up (imports, reads) never is."""
+    number = next(n for n, kind in TABLES[os.uname().machine].items()
+                  if kind.name == "clock_nanosleep")  # fmt: skip
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with contextlib.suppress(OSError):
+            if Path(f"/proc/{pid}/syscall").read_text().split()[0] == str(number):
+                return
+        time.sleep(0.02)
+    raise AssertionError(f"diagnose ({pid}) never got to its watch")
 
 
 def test_a_job_that_exits_during_the_watch_is_unknown_with_the_reason() -> None:
