@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import os
 import subprocess
+from pathlib import Path
 from typing import Callable, Iterator
 
 from failslow_host import SlowHost, slow_host
@@ -53,6 +54,21 @@ class DatasetHost:
                     break
             else:
                 subprocess.run(["umount", "-l", str(self.mountpoint)], check=False, timeout=60)
+
+
+@contextlib.contextmanager
+def in_memory_dataset(name: str) -> Iterator[Path]:
+    """16 sample files of 256 KiB in /dev/shm (tmpfs): reading them never waits on a device."""
+    directory = Path("/dev/shm") / f"{name}-{os.getpid()}"
+    directory.mkdir()
+    try:
+        for index in range(16):
+            (directory / f"sample-{index}").write_bytes(os.urandom(256 * 1024))
+        yield directory
+    finally:
+        for path in directory.iterdir():
+            path.unlink()
+        directory.rmdir()
 
 
 @contextlib.contextmanager

@@ -22,7 +22,7 @@ from typing import Any, Optional
 
 import pytest
 
-from diagnose_host import DatasetHost, dataset_host
+from diagnose_host import DatasetHost, dataset_host, in_memory_dataset
 from diskprobe.compute.syscalls import TABLES
 
 from ci import skip_or_fail
@@ -46,16 +46,9 @@ def host() -> Iterator[DatasetHost]:
 
 
 @pytest.fixture(scope="module")
-def tmpfs_data(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """Sample files in memory (/dev/shm): reading them never waits on a device."""
-    directory = Path("/dev/shm") / f"diagnose-{os.getpid()}"
-    directory.mkdir()
-    for index in range(16):
-        (directory / f"sample-{index}").write_bytes(os.urandom(256 * 1024))
-    yield directory
-    for path in directory.iterdir():
-        path.unlink()
-    directory.rmdir()
+def tmpfs_data() -> Iterator[Path]:
+    with in_memory_dataset("diagnose") as directory:
+        yield directory
 
 
 class Job:

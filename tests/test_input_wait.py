@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from diagnose_host import DatasetHost, dataset_host
+from diagnose_host import DatasetHost, dataset_host, in_memory_dataset
 from diskprobe.compute.bottleneck import training_verdict
 from diskprobe.integrations.input_wait import InputWaitMeter, measure_input
 from diskprobe.sources.file_places import Place
@@ -100,14 +100,8 @@ def host() -> Iterator[DatasetHost]:
 
 @pytest.fixture(scope="module")
 def in_memory() -> Iterator[Path]:
-    directory = Path("/dev/shm") / f"input-wait-{os.getpid()}"
-    directory.mkdir()
-    for index in range(16):
-        (directory / f"sample-{index}").write_bytes(os.urandom(256 * 1024))
-    yield directory
-    for path in directory.iterdir():
-        path.unlink()
-    directory.rmdir()
+    with in_memory_dataset("input-wait") as directory:
+        yield directory
 
 
 def run_job(framework: str, data: Path) -> tuple[dict[str, object], str]:

@@ -75,7 +75,7 @@ class Classifier:
         if direction is None:
             return blocked
         if file is None:  # a path call, sync(), msync(), io_uring: no fd to place it by
-            no_fd = kind.fd_arg is None or kind.kind == "async"
+            no_fd = kind.fd_arg is None  # (a call that has one but named no open file: gone)
             return Seen("file", direction, UNKNOWN) if state == "D" and no_fd else blocked
         if not (file.is_regular or file.is_device or kind.kind == "meta"):
             return blocked  # a pipe, a socket, an eventfd: waiting on another task

@@ -110,6 +110,7 @@ def _base(verdict: Verdict, watched: Watched, main: Counts, workers: Counts,
         threads = Counts()
         threads.add(process.main)
         threads.add(process.others)
+        spread = Shares.of(threads, watched.ticks)  # thread-equivalents over its threads
         ticks = sum(last - first for first, last in process.cpu.values())
         reading = _io_rate(process.io_first, process.io_last, watched.seconds)
         processes.append({
@@ -118,8 +119,8 @@ def _base(verdict: Verdict, watched: Watched, main: Counts, workers: Counts,
             else "wrapper" if process.pid in wrappers else "worker",
             "threads": len(process.tids), "shares": shares_dict(Shares.of(process.main,
                                                                           process.main.samples)),
-            "threads_running": round(Shares.of(threads, watched.ticks).running, 3),
-            "threads_io_wait": round(Shares.of(threads, watched.ticks).io_wait, 3),
+            "threads_running": round(spread.running, 3),
+            "threads_io_wait": round(spread.io_wait, 3),
             "cpu_cores": round(ticks / os.sysconf("SC_CLK_TCK") / watched.seconds, 3)
             if watched.seconds > 0 else 0.0,
             "read_bytes_per_sec": reading[0], "write_bytes_per_sec": reading[1],

@@ -37,12 +37,13 @@ class Snapshot:
     cgroup_counters: dict[DevNo, tuple[int, ...]]
 
     @classmethod
-    def take(cls, roots: HostRoots, main_pid: int) -> Snapshot:
+    def take(cls, roots: HostRoots, main_pid: int | None) -> Snapshot:
+        """The devices' counters, and those of main_pid's cgroup (None: no cgroup)."""
         try:
             disks = parse_diskstats(read_diskstats_text(roots))
         except OSError:
             disks = {}
-        cgroup = job_cgroup(roots, main_pid)
+        cgroup = job_cgroup(roots, main_pid) if main_pid is not None else None
         return cls(disks, cgroup, cgroup_counters(cgroup) if cgroup else {})
 
 

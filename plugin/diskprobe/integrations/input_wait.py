@@ -34,7 +34,6 @@ from typing import Any, Callable, Iterable, Iterator, Sequence, TypeVar
 from diskprobe.compute.bottleneck import Verdict, training_verdict
 from diskprobe.diagnose.evidence import Snapshot, device_figures
 from diskprobe.roots import HostRoots
-from diskprobe.sources.diskstats import parse_diskstats, read_diskstats_text
 from diskprobe.sources.file_places import FilePlaces, Place
 from diskprobe.sources.tasks import OpenFile
 
@@ -72,7 +71,7 @@ class InputWaitMeter:
         self.place, self.in_memory = self._locate(data_paths)
         self._window, self.total = Window(), Window()
         self._last_end: float | None = None
-        self._disks = self._snapshot()
+        self._disks = Snapshot.take(self._roots, None)
         self.verdict: Verdict | None = None
         self.last: dict[str, Any] | None = None  # the last window's report
         self.windows: list[dict[str, Any]] = []
@@ -92,12 +91,6 @@ class InputWaitMeter:
                 return None, True
             return located.place, False
         return None, False
-
-    def _snapshot(self) -> Snapshot:
-        try:
-            return Snapshot(parse_diskstats(read_diskstats_text(self._roots)), None, {})
-        except OSError:
-            return Snapshot({}, None, {})
 
     def start(self) -> None:
         """A pass (an epoch) begins. Its first step is not counted: its wait is the loader's
@@ -130,7 +123,7 @@ class InputWaitMeter:
         if window.steps == 0:
             return
         self.total.add(window)
-        disks, self._disks = self._disks, self._snapshot()
+        disks, self._disks = self._disks, Snapshot.take(self._roots, None)
         report = self._report(window, disks, self._disks, window.step_sec)
         self.last = report
         self.windows.append(report)
