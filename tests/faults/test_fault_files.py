@@ -260,7 +260,10 @@ def test_full_textfile_filesystem_is_reported_once_and_recovers(
     filler = _fill(tiny_tmpfs)
 
     def nothing_left_behind() -> None:
-        assert sorted(os.listdir(tiny_tmpfs)) == ["filler"], "a temp file was left behind"
+        # The daemon tries again every 50 ms: one attempt's temp file exists for a moment,
+        # and is gone by the next look. A temp file left behind stays, and fails this.
+        clean = wait_for(lambda: sorted(os.listdir(tiny_tmpfs)) == ["filler"], 2.0)
+        assert clean, f"a temp file was left behind: {sorted(os.listdir(tiny_tmpfs))}"
 
     probe = _textfile_fails_then_recovers(
         fake_host, tmp_path, target, nothing_left_behind, filler.unlink
