@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import itertools
+import os
 import uuid
+from pathlib import Path
 from typing import Iterator
 
 import pytest
 from hypothesis import settings
+
+from victoria_server import VM_BINARY, VictoriaMetrics
 
 import lanes
 import schema_coverage
@@ -36,6 +40,16 @@ def influxdb() -> Iterator[InfluxServer]:
         yield server
     finally:
         server.stop()
+
+
+@pytest.fixture
+def victoria(tmp_path: Path) -> Iterator[VictoriaMetrics]:
+    if not os.access(VM_BINARY, os.X_OK):
+        skip_or_fail("victoria-metrics not installed (Debian: apt-get install victoria-metrics)")
+    server = VictoriaMetrics(tmp_path)
+    server.start()
+    yield server
+    server.stop()
 
 
 @pytest.fixture

@@ -10,17 +10,22 @@
   grown counters, two worn NVMe drives, volumes forecast to fill or nearly full, a hung mount,
   saturated disks and nvidia_smi beside them, a host that went silent, and agent heartbeats.
   Each is derived from a real or golden line, with the fields that matter changed. The training
-  host also gets I/O pressure, its top processes and per-container I/O (diskprobe_cgroup_io
+  host also gets I/O pressure, its top processes with their blkio_wait_ratio (a random reader
+  that moves few bytes and waits the most among them), per-container I/O (diskprobe_cgroup_io
   for a Kubernetes pod, a Docker container and a systemd service, tagged by diskprobe's own
-  cgroup path parser; every field name checked against the schema). For the fleet view, five
+  cgroup path parser; every field name checked against the schema) and training jobs'
+  diskprobe_training windows: a disk-bound rank, one disk-bound below the alert's limit on the
+  mean, a compute-bound one, one waiting on its loaders' CPU (data in memory) and a job whose
+  disk-bound spell ended 20 minutes ago; their verdicts come from diskprobe's own meter code
+  (compute/bottleneck.py). For the fleet view, five
   golden drives on two racks read daily for three days, two of them with growing counters;
   their afr_percent and *_per_day come from diskprobe's own estimate and growth code. For
   fail-slow, four identical disks on each rack read every 30 s for 90 minutes, one slow all
   along and one slow for half an hour; their slowdown_ratio and fail_slow come from
   diskprobe's own detector.
 
-Size: one data set for one InfluxDB load; the fleet block (FLEET to synthetic_fleet) can move
-to a module of its own beside it.
+Size: one data set for one InfluxDB load; the fleet block (FLEET to synthetic_fleet) and the
+training block (TRAINING_STEP_S to synthetic_training) can move to modules of their own.
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ from pathlib import Path
 from typing import Union
 
 from diskprobe.compute import growth
+from diskprobe.compute.bottleneck import training_verdict
 from diskprobe.compute.cgroup_tags import cgroup_tags
 from diskprobe.compute.failslow import FailSlowDetector, FailSlowRules
 from diskprobe.compute.peers import peer_group
@@ -41,6 +47,7 @@ from diskprobe.schema import MEASUREMENTS
 from diskprobe.smart.afr import load_afr_table
 from diskprobe.smart.model import Attribute, DriveHealth
 from diskprobe.smart.verdict import GROWTH_COUNTERS
+from diskprobe.sources.file_places import Place
 
 from lineproto import Point, parse_lines
 
@@ -276,6 +283,7 @@ def synthetic_pressure() -> list[Row]:
 
 
 # (process, user, pid, read B/s, write B/s, cmdline, cgroup) on the training host.
+RANDOM_READER = "feature_store"
 PROCESSES = (
     ("pt_data_worker_", "ml", 41237, 612.0e6, 0.0,
      "python train.py --config configs/resnet50.yaml --workers 8",
@@ -285,17 +293,28 @@ PROCESSES = (
      "/system.slice/docker-4b6e1c2d3a4f.scope"),
     ("postgres", "postgres", 1822, 4.5e6, 1.5e6, "postgres: checkpointer",
      "/system.slice/postgresql.service"),
+    # Random 4 KiB reads from the HDD (sdb, r_await 180 ms): 40 reads/s keep 7.2 threads
+    # blocked (Little's law: 40/s x 0.18 s), for 160 KiB/s. Last by bytes, first by wait.
+    (RANDOM_READER, "ml", 52710, 40 * 4096.0, 0.0,
+    "python serve_features.py --index /srv/features.idx --threads 16",
+    "/system.slice/feature-store.service"),
 )
+# blkio_wait_ratio (s/s, delay accounting on): the loader's 8 workers blocked half the time,
+# the checkpoint writer in fsync, the database hardly at all.
+BLKIO_WAIT = {"pt_data_worker_": 4.0, "python": 0.6, "postgres": 0.05, RANDOM_READER: 7.2}
 
 
 def synthetic_process_io() -> list[Row]:
-    """The training host's top processes: a data loader, a checkpoint writer, a database."""
+    """The training host's top processes: a data loader, a checkpoint writer, a database and
+    a random reader that moves few bytes and waits the most."""
     out: list[Row] = []
     for name, user, pid, read, write, cmdline, cgroup in PROCESSES:
         fields = schema_fields("diskprobe_process_io", pid=pid, read_bytes_per_sec=read,
-                               write_bytes_per_sec=write, cmdline=cmdline, cgroup=cgroup)
+                               write_bytes_per_sec=write, cmdline=cmdline, cgroup=cgroup,
+                               blkio_wait_ratio=BLKIO_WAIT[name])
         out += [Row("diskprobe_process_io", {"host": GPU, "process": name, "user": user},
-                    fields, -seconds * SEC, synthetic(f"{name} at {read + write:g} B/s"))
+                    fields, -seconds * SEC, synthetic(
+                        f"{name} at {read + write:g} B/s, blocked {BLKIO_WAIT[name]:g} s/s"))
                 for seconds in range(0, 600, 10)]
     return out
 
@@ -321,6 +340,60 @@ def synthetic_cgroup_io() -> list[Row]:
         out += [Row("diskprobe_cgroup_io", tags, fields, -seconds * SEC,
                     synthetic(f"{tags['cgroup']} on {device}: pressure {some:g} %"))
                 for seconds in range(0, 1200, 10)]
+    return out
+
+
+# Training jobs on the training host (the training dashboard, diskprobe-training-disk-bound):
+# diskprobe_training points as the job's InputWaitMeter writes them, one per window of steps
+# and rank, every 30 s. Only the input wait along the way is made up: the step time follows
+# from it (a 0.12 s step of compute), the device's %util and r_await are those of DISKS (the
+# host's diskprobe_io), and the verdict is diskprobe's own (compute/bottleneck.py).
+TRAINING_STEP_S = 30
+COMPUTE_S = 0.12  # a step's compute; the step time is COMPUTE_S / (1 - input wait)
+DISK_BOUND, BELOW_LIMIT = ("resnet50", "0"), ("resnet50", "1")
+COMPUTE_BOUND, LOADER_BOUND, ENDED = ("bert-ft", "0"), ("vit-aug", "0"), ("llama-pt", "0")
+# (job, rank), device ("": the data is in memory, no device), mount point, spells of (from,
+# to: minutes before the write, the input wait of each window in turn, the newest first).
+Spell = tuple[int, int, tuple[float, ...]]
+TRAINING_RANKS: tuple[tuple[tuple[str, str], str, str, tuple[Spell, ...]], ...] = (
+    (DISK_BOUND, "nvme1n1", "/data", ((-20, 0, (0.8,)),)),  # disk, above the limit: fires
+    # disk, 0.6 and 0.3 in turn: the last and the largest are above 0.5, the mean (0.45) not
+    (BELOW_LIMIT, "nvme1n1", "/data", ((-20, 0, (0.6, 0.3)),)),
+    (COMPUTE_BOUND, "nvme0n1", "/datasets", ((-20, 0, (0.1,)),)),  # compute
+    (LOADER_BOUND, "", "/dev/shm", ((-20, 0, (0.85,)),)),  # waits 0.85, in memory: input_cpu
+    # Disk-bound from 60 to 20 minutes ago (before the alert's 15 minutes), compute since.
+    (ENDED, "sdb", "/scratch", ((-60, -20, (0.9,)), (-20, 0, (0.1,)))),
+)
+
+
+def training_window(device: str, mount: str, wait: float) -> dict[str, Value]:
+    """One window's fields, with the verdict diskprobe's meter gives them."""
+    disk = {name: (util, wait_ms) for name, util, wait_ms in DISKS}
+    util, r_await = disk.get(device, (0.0, 0.0))
+    place = Place(device, mount, False, "ext4") if device else None
+    verdict = training_verdict(wait, 0.0, place, not device, util if device else None)
+    step_time = COMPUTE_S / (1.0 - wait)
+    fields: dict[str, Value] = {
+        "steps": round(TRAINING_STEP_S / step_time), "step_time_sec": step_time,
+        "input_wait_ratio": wait, "checkpoint_ratio": 0.0, "bottleneck": verdict.bottleneck,
+        "mount_point": mount}
+    if device:
+        fields.update(device_util_percent=util, device_read_await_ms=r_await)
+    return schema_fields("diskprobe_training", **fields)
+
+
+def synthetic_training() -> list[Row]:
+    out: list[Row] = []
+    for pid, ((job, rank), device, mount, spells) in enumerate(TRAINING_RANKS, 52000):
+        tags = {"host": GPU, "job": job, "rank": rank, "pod": f"{job}-worker-{rank}",
+                **({"device": device} if device else {})}
+        for start, end, waits in spells:
+            offsets = range(end * MIN, start * MIN, -TRAINING_STEP_S * SEC)
+            for index, offset in enumerate(offsets):
+                wait = waits[index % len(waits)]
+                fields = {**training_window(device, mount, wait), "pid": pid}
+                out.append(Row("diskprobe_training", tags, fields, offset, synthetic(
+                    f"{job} rank {rank}: {wait:g} of step time waiting, {fields['bottleneck']}")))
     return out
 
 
@@ -482,7 +555,7 @@ def dataset(real_points: list[Point]) -> list[Row]:
         *real, *kept, *synthetic_smart(golden), *synthetic_fs(real),
         *synthetic_gpu_host(real), *synthetic_agents(real), *synthetic_pressure(),
         *synthetic_process_io(), *synthetic_cgroup_io(), *synthetic_fleet(golden),
-        *synthetic_fail_slow(),
+        *synthetic_fail_slow(), *synthetic_training(),
     ]
 
 

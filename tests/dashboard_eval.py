@@ -17,8 +17,10 @@ from __future__ import annotations
 
 import ast
 import datetime
+import json
 import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from dashboard_data import Row
@@ -28,6 +30,7 @@ from diskprobe.serializers.influx import InfluxSerializer
 from influxdb_server import InfluxServer
 
 Series = dict[str, Any]
+DASHBOARDS = Path(__file__).resolve().parent.parent / "dashboards"
 
 _REGEX_SPECIAL = re.compile(r"[\\^$*+?.()|\[\]{}/]")
 _LEFTOVER = re.compile(r"\$[A-Za-z_{]|:[A-Za-z]+:")
@@ -44,6 +47,31 @@ def run(server: InfluxServer, db: str, query: str) -> list[Series]:
     (result,) = server.query(db, query)
     series: list[Series] = result.get("series", [])
     return series
+
+
+def table(series: list[Series]) -> list[dict[str, Any]]:
+    """One dict per row of a table query: its tags, its columns and its time."""
+    return [{**s["tags"], **dict(zip(s["columns"], values))}
+            for s in series for values in s["values"]]
+
+
+def generated(*parts: str) -> Any:
+    """A generated JSON file under dashboards/ ("grafana", "diskprobe-io.json")."""
+    return json.loads(DASHBOARDS.joinpath(*parts).read_text(encoding="utf-8"))
+
+
+def grafana_panel(board: str, title: str) -> tuple[dict[str, Any], int]:
+    """The Grafana panel and its dashboard's time range in seconds."""
+    loaded = generated("grafana", board)
+    (panel,) = [p for p in loaded["panels"] if p["title"] == title]
+    return panel, relative_seconds(loaded["time"]["from"])
+
+
+def chronograf_queries(board: str, title: str, db: str) -> list[str]:
+    """The queries of a Chronograf cell, reading database `db`."""
+    cells = generated("chronograf", board)["dashboard"]["cells"]
+    (cell,) = [c for c in cells if c["name"] == title]
+    return [q["query"].replace('"telegraf".', f'"{db}".') for q in cell["queries"]]
 
 
 def tag_values(server: InfluxServer, db: str, query: str) -> list[str]:

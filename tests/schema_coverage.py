@@ -22,6 +22,9 @@ it collected and deselected, to the controller (xdist's `workeroutput`), which m
 workers' records and runs the same checks once, over the whole session; a worker that
 crashed makes the run partial.
 
+Also recorded: the diskprobe_training points of the training-job integrations
+(training_output.training_metric), which no collector makes.
+
 Not recorded: points the installed command prints in a subprocess, and metrics tests build
 themselves (serializer tests feed made-up names on purpose). So a name only the subprocess
 tests emit counts as never emitted: cover it in process.
@@ -211,6 +214,24 @@ class SchemaCoverage:
             return
         gather = _observing_gather(Runtime.gather, self.emitted)
         self.patch.setattr(Runtime, "gather", gather)
+        self._observe_training()
+
+    def _observe_training(self) -> None:
+        """diskprobe_training: made by the training-job integrations, not by a collector."""
+        try:
+            from diskprobe.integrations import training_output
+        except Exception as error:
+            self.broken.append(f"diskprobe.integrations.training_output: {error}")
+            return
+        make = training_output.training_metric
+
+        @functools.wraps(make)
+        def observed(*args: Any, **kwargs: Any) -> Metric:
+            metric = make(*args, **kwargs)
+            self.emitted.record(metric)
+            return metric
+
+        self.patch.setattr(training_output, "training_metric", observed)
 
     def partial_because(self, session: pytest.Session) -> str | None:
         """Why this run cannot cover every schema name; None for the whole suite."""

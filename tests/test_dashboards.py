@@ -47,6 +47,7 @@ from diskprobe.schema import MEASUREMENTS
 from diskprobe.smart.afr import load_afr_table
 from diskprobe.smart.verdict import GROWTH_COUNTERS, VerdictRules
 from test_dashboards_failslow import fail_slow_firing
+from test_dashboards_training import disk_bound_firing
 
 from influxdb_server import InfluxServer
 
@@ -177,7 +178,8 @@ def test_queries_name_only_schema_measurements_fields_and_tags() -> None:
     assert problems == []
     used = {m for _, q in queries for m in re.findall(r'FROM (?:"[^"]+"\.)*"([^"]+)"', q)}
     core = {"diskprobe_io", "diskprobe_fs", "diskprobe_smart", "diskprobe_agent", "nvidia_smi",
-            "diskprobe_pressure", "diskprobe_process_io", "diskprobe_cgroup_io"}
+            "diskprobe_pressure", "diskprobe_process_io", "diskprobe_cgroup_io",
+            "diskprobe_training"}
     assert used >= core
 
 
@@ -539,6 +541,7 @@ def expected_firing(rows: list[Row]) -> dict[str, dict[Labels, str]]:
         "diskprobe-io-saturated-other": {(GPU, "sdb"): "warning", **busy["other"]},
         "diskprobe-agent-silent": {(SILENT,): "critical"},
         "diskprobe-fail-slow": fail_slow_firing(rows),
+        "diskprobe-training-disk-bound": disk_bound_firing(rows),
         **drive_risk_firing(rows),
     }
 
@@ -553,6 +556,9 @@ def test_expectations_cover_failing_and_healthy_golden_drives(rows: list[Row]) -
     failing = {r.meta["case"] for r in rows if r.meta.get("case", "").startswith("failing-")}
     assert {serial for _, serial in verdicts} >= failing
     assert expected_firing(rows)["diskprobe-fs-used"][(PROBE, data.FULL)] == "critical"
+    # Of the training host's ranks only the disk-bound one (test_dashboards_training.py).
+    assert expected_firing(rows)["diskprobe-training-disk-bound"] == {
+        (GPU, *data.DISK_BOUND, "nvme1n1"): "warning"}
 
 
 ALERT_UIDS = sorted(p.stem for p in TICKS)
@@ -647,6 +653,34 @@ def test_pressure_and_container_panels_show_the_training_host(
     assert table["options"]["sortBy"] == [{"displayName": "read + write", "desc": True}]
     totals = {s["tags"]["process"]: s["values"][0][1] for s in top}
     assert totals == {name: read + write for name, _, _, read, write, _, _ in data.PROCESSES}
+
+
+def test_who_waits_puts_the_random_reader_first(
+    influx_db: tuple[InfluxServer, str], rows: list[Row]
+) -> None:
+    server, db = _loaded(influx_db, rows)
+    panels = {p["title"]: p for p in _load(DASHBOARDS / "grafana" / "diskprobe-io.json")["panels"]}
+
+    def shown(title: str) -> list[dict[str, Any]]:
+        """The training host's rows of a process table, as Grafana sorts them."""
+        (target,) = panels[title]["targets"]
+        query = grafana_expand(target["query"], 3600, {"host": [GPU]})
+        return _grafana_order(panels[title], _table_rows(run(server, db, query)))
+
+    waits = shown("Who waits on disk")
+    assert [r["process"] for r in waits] == sorted(
+        data.BLKIO_WAIT, key=data.BLKIO_WAIT.__getitem__, reverse=True)
+    assert waits[0]["process"] == data.RANDOM_READER
+    for row in waits:  # every column is that process's last point
+        name, user, pid, read, write, cmdline, cgroup = next(
+            p for p in data.PROCESSES if p[0] == row["process"])
+        assert row == {"host": GPU, "process": name, "user": user,
+                       "blkio_wait_ratio": data.BLKIO_WAIT[name], "read_bytes_per_sec": read,
+                       "write_bytes_per_sec": write, "pid": pid, "cmdline": cmdline,
+                       "cgroup": cgroup}
+    # The same reader moves the fewest bytes: the table by bytes alone lists it last.
+    assert shown("Top processes by storage I/O")[-1]["process"] == data.RANDOM_READER
+    assert "kernel.task_delayacct=1" in panels["Who waits on disk"]["description"]
 
 
 # -- fleet: drives to replace, one drive's history, the drive-risk alerts -------------------

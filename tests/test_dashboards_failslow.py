@@ -38,22 +38,6 @@ HOSTS = (RACK_A, RACK_B)
 Labels = tuple[str, ...]
 
 
-def _load(*parts: str) -> Any:
-    return json.loads(DASHBOARDS.joinpath(*parts).read_text(encoding="utf-8"))
-
-
-def _panel(board: str, title: str) -> tuple[dict[str, Any], int]:
-    """The Grafana panel and its dashboard's time range in seconds."""
-    loaded = _load("grafana", board)
-    (panel,) = [p for p in loaded["panels"] if p["title"] == title]
-    return panel, ev.relative_seconds(loaded["time"]["from"])
-
-
-def _cell_queries(board: str, title: str, db: str) -> list[str]:
-    (cell,) = [c for c in _load("chronograf", board)["dashboard"]["cells"] if c["name"] == title]
-    return [q["query"].replace('"telegraf".', f'"{db}".') for q in cell["queries"]]
-
-
 def _chronograf(server: InfluxServer, db: str, query: str, seconds: int) -> list[ev.Series]:
     """The query for each rack host in turn (Chronograf's :host: holds one), devices ".*"."""
     return [s for host in HOSTS for s in ev.run(server, db, ev.chronograf_expand(
@@ -81,11 +65,6 @@ def fail_slow_firing(rows: list[Row]) -> dict[Labels, str]:
 def _device(rows: list[Row], host: str, device: str) -> list[Row]:
     mine = [r for r in rows if (r.tags.get("host"), r.tags.get("device")) == (host, device)]
     return sorted(mine, key=lambda r: r.offset_ns)
-
-
-def _table(series: list[ev.Series]) -> list[dict[str, Any]]:  # a row: tags, columns and time
-    return [{**s["tags"], **dict(zip(s["columns"], values))}
-            for s in series for values in s["values"]]
 
 
 def _yaml_rule() -> dict[str, Any]:
@@ -132,7 +111,7 @@ def test_slowdown_panel_draws_each_devices_ratio_below_diskprobes_line(
     loaded: tuple[InfluxServer, str, int], rows: list[Row]
 ) -> None:
     server, db, _ = loaded
-    panel, seconds = _panel(IO, SLOWDOWN)
+    panel, seconds = ev.grafana_panel(IO, SLOWDOWN)
     (target,) = panel["targets"]
     variables = {"host": list(HOSTS), "device": list(FAIL_SLOW_DISKS)}
     query = ev.grafana_expand(target["query"], seconds, variables)
@@ -145,7 +124,7 @@ def test_slowdown_panel_draws_each_devices_ratio_below_diskprobes_line(
     assert {"color": "red", "value": limit} in defaults["thresholds"]["steps"]
     assert defaults["custom"]["thresholdsStyle"]["mode"] in ("line", "dashed")
     # Chronograf draws no threshold: its cell carries the line as a series at the ratio.
-    ratio, line = _cell_queries(IO, SLOWDOWN, db)
+    ratio, line = ev.chronograf_queries(IO, SLOWDOWN, db)
     assert {(s["tags"]["host"], s["tags"]["device"]): [v[1] for v in s["values"]]
             for s in _chronograf(server, db, ratio, seconds)} == expected
     flat = _chronograf(server, db, line, seconds)
@@ -157,10 +136,10 @@ def test_device_table_shows_each_devices_last_state_slowest_first(
     loaded: tuple[InfluxServer, str, int], rows: list[Row]
 ) -> None:
     server, db, now_ns = loaded
-    panel, seconds = _panel(IO, STATES)
+    panel, seconds = ev.grafana_panel(IO, STATES)
     (target,) = panel["targets"]
     variables = {"host": list(HOSTS), "device": list(FAIL_SLOW_DISKS)}
-    table = _table(ev.run(server, db, ev.grafana_expand(target["query"], seconds, variables)))
+    table = ev.table(ev.run(server, db, ev.grafana_expand(target["query"], seconds, variables)))
     expected = last_points(rows)
     assert {tuple(r[t] for t in DEVICE) for r in table} == set(expected)
     for row in table:
@@ -172,8 +151,8 @@ def test_device_table_shows_each_devices_last_state_slowest_first(
     shown = sorted(table, key=lambda r: r["slowdown_ratio"], reverse=True)
     assert (shown[0]["host"], shown[0]["device"]) == data.SLOW_ALWAYS
     assert '"true": {"text": "fail-slow", "color": "red"' in json.dumps(panel["fieldConfig"])
-    (text,) = _cell_queries(IO, STATES, db)
-    assert sorted(map(str, _table(_chronograf(server, db, text, seconds)))) == sorted(
+    (text,) = ev.chronograf_queries(IO, STATES, db)
+    assert sorted(map(str, ev.table(_chronograf(server, db, text, seconds)))) == sorted(
         map(str, table))
 
 
@@ -181,18 +160,18 @@ def test_fleet_table_lists_only_devices_whose_last_fail_slow_is_true(
     loaded: tuple[InfluxServer, str, int], rows: list[Row]
 ) -> None:
     server, db, now_ns = loaded
-    panel, seconds = _panel(FLEET, ACROSS)
+    panel, seconds = ev.grafana_panel(FLEET, ACROSS)
     (target,) = panel["targets"]
     query = ev.grafana_expand(target["query"], seconds, {"host": list(HOSTS)})
     assert not ev.leftovers(query)
-    table = _table(ev.run(server, db, query))
+    table = ev.table(ev.run(server, db, query))
     slow = _device(rows, *data.SLOW_ALWAYS)[-1]
     # Not the peers, not rack02's sdd (fail-slow 10 minutes ago, in the range): its last is false.
     assert table == [{**dict(zip(DEVICE, _labels(slow))), "time": now_ns + slow.offset_ns,
                       "fail_slow": True, "slowdown_ratio": slow.fields["slowdown_ratio"]}]
     assert any(r.fields["fail_slow"] is True for r in _device(rows, *data.SLOW_THEN_RECOVERED))
-    (text,) = _cell_queries(FLEET, ACROSS, db)
-    assert _table(_chronograf(server, db, text, seconds)) == table
+    (text,) = ev.chronograf_queries(FLEET, ACROSS, db)
+    assert ev.table(_chronograf(server, db, text, seconds)) == table
 
 
 def test_grafana_rule_fires_for_the_slow_device_and_reports_its_slowdown(

@@ -12,7 +12,7 @@ import sys
 
 from diskprobe.config.sample import render_sample_config
 from diskprobe.metric import Metric
-from diskprobe.schema import MEASUREMENTS
+from diskprobe.schema import MEASUREMENTS, TRAINING
 from diskprobe.smart.verdict_table import render_afr_table, render_table
 from docs_check import (
     DOC_FILES,
@@ -41,6 +41,7 @@ else:
 # Blocks generated elsewhere, each with its own test: (file, block).
 OTHER_BLOCKS = {
     ("README.md", "example-output"),  # tests/example_output.py; the test below
+    ("README.md", "example-training"),  # a training job's spool (by hand); the test below
     ("dashboards/README.md", "alert-table"),  # dashboards/generate.py; test_dashboards.py
     ("docs/filesystems.md", "influxql-fill-24h"),  # hand-written; test_readme_influxql.py
     ("docs/smart.md", "influxql-realloc-24h"),
@@ -112,8 +113,12 @@ def test_every_generated_block_has_a_generator() -> None:
 
 def test_example_output_parses_and_fits_the_schema() -> None:
     points = parse_lines(_fenced(block(readme(), "example-output")))
-    assert {p.measurement for p in points} == {spec.name for spec in MEASUREMENTS}
-    assert_schema([Metric(p.measurement, p.tags, p.fields, p.time_ns) for p in points])
+    job_made = {TRAINING.name}  # sent by training jobs, not by the agent: their own example
+    assert {p.measurement for p in points} == {spec.name for spec in MEASUREMENTS} - job_made
+    training = parse_lines(_fenced(block(readme(), "example-training")))
+    assert {p.measurement for p in training} == job_made
+    assert_schema([Metric(p.measurement, p.tags, p.fields, p.time_ns)
+                   for p in [*points, *training]])  # fmt: skip
 
 
 # -- snippets and commands --------------------------------------------------------------------

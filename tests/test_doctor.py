@@ -115,3 +115,34 @@ def test_doctor_explains_an_empty_scan(tmp_path: Path) -> None:
                      env={"FAKE_SMARTCTL_DIR": str(drives)})  # fmt: skip
     assert "INFO SMART drives found by --scan-open: 0" in result.stdout
     assert "INFO no SMART-capable drives: virtual disks (virtio" in result.stdout
+
+
+def _proc_with_delayacct(tmp_path: Path, value: str | None) -> Path:
+    """A HOST_PROC whose kernel.task_delayacct is `value` (None: a kernel before 5.14)."""
+    proc = tmp_path / "proc"
+    (proc / "1").mkdir(parents=True)
+    (proc / "diskstats").write_text("")
+    (proc / "1" / "mountinfo").write_text("")
+    if value is not None:
+        (proc / "sys" / "kernel").mkdir(parents=True)
+        (proc / "sys" / "kernel" / "task_delayacct").write_text(value + "\n")
+    return proc
+
+
+def test_doctor_says_how_to_turn_delay_accounting_on_and_what_it_costs(tmp_path: Path) -> None:
+    said = {}
+    for value in ("0", "1", None):
+        proc = _proc_with_delayacct(tmp_path / str(value), value)
+        result = _doctor(proc.parent, "[smart]\nenabled = false\n", env={"HOST_PROC": str(proc)})
+        said[value] = [line for line in result.stdout.splitlines() if "delay" in line]
+    (off,) = said["0"]
+    assert off.startswith("INFO kernel.task_delayacct = 0: process_io cannot rank processes")
+    assert "`delayacct`" in off and "sysctl -w kernel.task_delayacct=1" in off
+    assert "only processes started after it are counted" in off and "cost" in off.lower()
+    assert said["1"] == ["OK   delay accounting on: process_io reports blkio_wait_ratio"]
+    assert said[None] == ["INFO no kernel.task_delayacct (kernel before 5.14): delay accounting "
+                          "is on unless booted with nodelayacct"]  # fmt: skip
+    proc = _proc_with_delayacct(tmp_path / "disabled", "0")
+    result = _doctor(proc.parent, "[smart]\nenabled = false\n[process_io]\nenabled = false\n",
+                     env={"HOST_PROC": str(proc)})  # fmt: skip
+    assert "delay" not in result.stdout  # nothing to advise when process_io is off

@@ -8,8 +8,12 @@ from __future__ import annotations
 import json
 import logging
 import os
+import socket
 import subprocess
 import sys
+import time
+import urllib.parse
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,9 +22,12 @@ import pytest
 from diagnose_host import DatasetHost, dataset_host, in_memory_dataset
 from diskprobe.compute.bottleneck import training_verdict
 from diskprobe.integrations.input_wait import InputWaitMeter, measure_input
+from diskprobe.integrations.training_output import TrainingOutput, training_metric
 from diskprobe.sources.file_places import Place
+from victoria_server import VictoriaMetrics
 
 from ci import skip_or_fail
+from helpers import assert_schema
 
 JOB = Path(__file__).with_name("input_wait_job.py")
 STEPS = 60
@@ -104,15 +111,18 @@ def in_memory() -> Iterator[Path]:
         yield directory
 
 
-def run_job(framework: str, data: Path) -> tuple[dict[str, object], str]:
+def run_job(framework: str, data: Path,
+            env: dict[str, str] | None = None) -> tuple[dict[str, object], str]:  # fmt: skip
     done = subprocess.run([sys.executable, str(JOB), framework, str(data), str(STEPS)],
-                          capture_output=True, text=True, timeout=600,
-                          env={**os.environ, "KERAS_BACKEND": "torch"})  # fmt: skip
+                          capture_output=True, text=True, timeout=600, env=env)  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout.strip().splitlines()[-1]), done.stderr
 
 
-FRAMEWORKS = ["torch", "lightning", "keras"]
+# keras: the torch backend; keras-tf*: the TensorFlow backend, whose batches are fetched inside
+# its compiled step (InputWaitCallback takes them out to time them), from a PyDataset, a
+# tf.data pipeline, or arrays (in memory by nature: not read from the slow disk during the fit)
+FRAMEWORKS = ["torch", "lightning", "keras", "keras-tf", "keras-tf-data"]
 
 
 @pytest.mark.root
@@ -130,8 +140,87 @@ def test_a_dataset_on_the_slow_disk_is_disk_bound(framework: str, host: DatasetH
 @pytest.mark.root
 @pytest.mark.slow
 @pytest.mark.xdist_group("test_input_wait")
-@pytest.mark.parametrize("framework", FRAMEWORKS)
+@pytest.mark.parametrize("framework", [*FRAMEWORKS, "keras-tf-arrays"])
 def test_a_dataset_in_memory_waits_little(framework: str, in_memory: Path) -> None:
     summary, _ = run_job(framework, in_memory)
     assert summary["input_wait_ratio"] < LOW, summary  # type: ignore[operator]
     assert summary["bottleneck"] == "compute", summary
+
+
+def training_series(server: VictoriaMetrics) -> dict[tuple[tuple[str, str], ...], list[float]]:
+    """input_wait_ratio values per label set, as VictoriaMetrics stored diskprobe_training."""
+    urllib.request.urlopen(server.url + "/internal/force_flush", timeout=10).read()
+    query = urllib.parse.urlencode({"match[]": "diskprobe_training_input_wait_ratio"})
+    with urllib.request.urlopen(f"{server.url}/api/v1/export?{query}", timeout=30) as reply:
+        rows = [json.loads(line) for line in reply.read().decode().splitlines() if line]
+    found = {}
+    for row in rows:
+        labels = {k: v for k, v in row["metric"].items() if k not in ("__name__", "db")}
+        found[tuple(sorted(labels.items()))] = [float(value) for value in row["values"]]
+    return found
+
+
+@pytest.mark.root
+@pytest.mark.slow
+@pytest.mark.xdist_group("test_input_wait")
+def test_two_ranks_send_their_windows_to_victoriametrics_tagged_and_apart(
+    host: DatasetHost, victoria: VictoriaMetrics, tmp_path: Path
+) -> None:
+    # Two ranks of one job on one node, started by torchrun: one spool each, one series each;
+    # host is the node's name (NODE_NAME, as the agent's DaemonSet names it), pod the job's
+    # own hostname.
+    env = {**os.environ, "INFLUX_URL": victoria.url, "INFLUX_BUCKET": "training",
+           "XDG_STATE_HOME": str(tmp_path / "state"), "NODE_NAME": "node-a"}  # fmt: skip
+    done = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone",
+                           "--nproc_per_node=2", str(JOB), "torch", str(host.data), str(STEPS)],
+                          env=env, capture_output=True, text=True, timeout=600)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    summaries = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    assert len(summaries) == 2, done.stdout
+    windows = len(summaries[0]["windows"])
+    deadline = time.monotonic() + 30
+    while True:  # VictoriaMetrics makes fresh samples searchable a few seconds late
+        series = training_series(victoria)
+        if sum(map(len, series.values())) >= 2 * windows or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
+    base = {"host": "node-a", "job": "input-wait", "pod": socket.gethostname(),
+            "device": host.device}  # fmt: skip
+    expected = {tuple(sorted({**base, "rank": rank}.items())) for rank in ("0", "1")}
+    assert set(series) == expected, series
+    for values in series.values():
+        assert len(values) == windows and sum(values) / len(values) > HIGH, values
+    spools = tmp_path / "state" / "diskprobe" / "training"
+    assert sorted(p.name for p in spools.iterdir()) == ["input-wait-rank0", "input-wait-rank1"]
+    assert not list(spools.glob("*/*.lp"))  # all delivered, none left behind
+
+
+def test_the_meter_sends_each_window_as_a_diskprobe_training_point(
+    victoria: VictoriaMetrics, tmp_path: Path
+) -> None:
+    # In this process: the meter, its output, the spool and the sender, to a real server.
+    clock = Clock()
+    env = {"NODE_NAME": "node-b", "RANK": "3", "DISKPROBE_JOB": "unit test"}
+    output = TrainingOutput(victoria.url, "training", spool_dir=str(tmp_path / "spool"), env=env)
+    meter = InputWaitMeter([str(tmp_path)], window_steps=2, clock=clock, output=output)
+    meter.start()
+    for _ in range(5):  # the first step is left out: two windows of two steps
+        meter.batch_wait(0.03)
+        clock.now += 0.04
+        meter.step_end()
+    meter.close()
+    assert [window["steps"] for window in meter.windows] == [2, 2]
+    sent = [training_metric(window, output.tags, 1) for window in meter.windows]
+    assert_schema(sent)
+    expected_tags = {"host": "node-b", "job": "unit test", "rank": "3",
+                     "pod": socket.gethostname(), "device": meter.windows[0]["device"]}  # fmt: skip
+    assert sent[0].tags == expected_tags and sent[0].tags["device"]
+    assert {"device_util_percent", "device_read_await_ms", "mount_point"} <= set(sent[0].fields)
+    assert output.spool_dir == tmp_path / "spool" / "unit_test-rank3"
+    deadline = time.monotonic() + 30
+    while sum(map(len, training_series(victoria).values())) < 2:
+        assert time.monotonic() < deadline, training_series(victoria)
+        time.sleep(0.2)
+    ((labels, values),) = training_series(victoria).items()
+    assert dict(labels) == expected_tags
+    assert values == pytest.approx([0.75, 0.75])  # 30 ms of each 40 ms step

@@ -53,12 +53,16 @@ OVERVIEW: dict[str, tuple[str, tuple[str, ...]]] = {
     "diskprobe_smart_attr": ("ATA attribute and read", ("value", "worst", "threshold", "raw")),
     "diskprobe_pressure": ("host", ("some_avg10", "full_avg10", "some_stall_us_per_sec")),
     "diskprobe_process_io": (
-        "busy process name and user",
-        ("read_bytes_per_sec", "write_bytes_per_sec", "pid", "cmdline"),
+        "busy or waiting process name and user",
+        ("read_bytes_per_sec", "write_bytes_per_sec", "blkio_wait_ratio", "pid", "cmdline"),
     ),
     "diskprobe_cgroup_io": (
         "busy cgroup and device",
         ("read_bytes_per_sec", "write_bytes_per_sec", "some_avg10"),
+    ),
+    "diskprobe_training": (
+        "window of steps of a training job's rank (sent by the job)",
+        ("input_wait_ratio", "step_time_sec", "bottleneck", "checkpoint_ratio"),
     ),
     "diskprobe_agent": (
         "collector and batch",

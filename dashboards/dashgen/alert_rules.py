@@ -9,6 +9,7 @@ Grafana's pending period, which only rides out a single bad evaluation.
 from __future__ import annotations
 
 from dashgen.alerts_risk import risk_alerts
+from dashgen.alerts_training import training_alerts
 from dashgen.build import agg, tags
 from dashgen.failslow import fail_slow_alert
 from dashgen.model import Alert, Level
@@ -308,4 +309,5 @@ def _agent() -> list[Alert]:
 
 
 def alerts() -> list[Alert]:
-    return [*_smart(), *risk_alerts(), *_fs(), *_io(), fail_slow_alert(), *_agent()]
+    return [*_smart(), *risk_alerts(), *_fs(), *_io(), fail_slow_alert(), *training_alerts(),
+            *_agent()]

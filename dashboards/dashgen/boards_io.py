@@ -1,12 +1,15 @@
-"""diskprobe I/O: the iostat -x columns per device, and GPU utilization beside disk load."""
+"""diskprobe I/O: the iostat -x columns per device, GPU utilization and I/O pressure beside disk
+load, and the containers and processes behind it (processes.py)."""
 
 from __future__ import annotations
 
+from dashgen.boards_training import host_jobs_panel
 from dashgen.build import agg, series, tags
 from dashgen.failslow import device_table, slowdown_panel
-from dashgen.model import Column, Dashboard, Panel, Target, Variable
+from dashgen.model import Dashboard, Panel, Target, Variable
+from dashgen.processes import top_processes, who_waits
 from dashgen.query import AUTO, Select
-from dashgen.refs import CGROUP_IO, GPU, IO, PRESSURE, PROCESS_IO, quote, same_unit
+from dashgen.refs import CGROUP_IO, GPU, IO, PRESSURE, same_unit
 
 FILTERS = ("host", "device")
 BY = ("host", "device")
@@ -138,41 +141,6 @@ def _stall() -> Panel:
     )
 
 
-def _top_processes() -> Panel:
-    f = PROCESS_IO.f
-    read, write = f("read_bytes_per_sec"), f("write_bytes_per_sec")
-    unit = same_unit(read, write)
-    cells = ((read, "read"), (write, "write"), (f("pid"), "PID"), (f("cmdline"), "command line"),
-             (f("cgroup"), "cgroup"))
-    select = Select(
-        columns=", ".join(
-            [f"last({read}) + last({write}) AS {quote('total_bytes_per_sec')}"]
-            + [agg("last", field) for field, _ in cells]
-        ),
-        measurement=PROCESS_IO.name,
-        filters=tags(PROCESS_IO, "host"),
-        group_tags=tags(PROCESS_IO, "host", "process", "user"),
-    )
-    columns = (Column("total_bytes_per_sec", unit, "read + write"),
-               *(Column(field.name, field.unit, title) for field, title in cells))
-    return Panel(
-        title="Top processes by storage I/O",
-        description=(
-            f"The processes {PROCESS_IO.name} reported (the iotop view: bytes that reached "
-            "the block layer, above min_bytes_per_sec), with their last values in the time "
-            "range, busiest first. A process that stopped doing I/O keeps its last rate here; "
-            "narrow the time range to see who is busy now."
-        ),
-        kind="table",
-        targets=(Target(select, unit),),
-        width=24,
-        height=9,
-        columns=columns,
-        sort_by="total_bytes_per_sec",
-        sort_desc=True,
-    )
-
-
 CONTAINER = ("host", "pod_uid", "container_id", "unit", "cgroup")
 CONTAINER_LEGEND = "$tag_host $tag_cgroup $col"
 
@@ -224,13 +192,13 @@ def io() -> Dashboard:
         title="diskprobe: I/O",
         description=(
             f"iostat -x per device from {IO.name}; devices slower than their peers "
-            "(fail-slow); GPU starvation and I/O pressure at a glance; the processes and "
-            "containers behind the load."
+            "(fail-slow); GPU starvation and I/O pressure at a glance; the containers and "
+            "processes behind the load, and the processes waiting on it."
         ),
         variables=(Variable("host", IO.name), Variable("device", IO.name, ("host",))),
         panels=(*_iostat(), slowdown_panel(), device_table(), _gpu_vs_disk(),
-                _pressure_vs_disk(), _stall(), _container_io(), _container_pressure(),
-                _top_processes()),
+                host_jobs_panel(), _pressure_vs_disk(), _stall(), _container_io(),
+                _container_pressure(), top_processes(), who_waits()),
         time_from="now-3h",
         refresh="30s",
     )

@@ -46,8 +46,10 @@ def _template(text: str, labels: tuple[str, ...], fields: tuple[str, ...] = ()) 
 
 
 def _tick_string(text: str) -> str:
-    if "'''" in text:
-        raise ValueError("TICKscript string with triple quotes")
+    # TICKscript's lexer ends a ''' string at the first three quotes in a row: a quote at
+    # either end of the text would run into the delimiter (WHERE "x" = 'y' as the last word).
+    if "'''" in text or text.startswith("'") or text.endswith("'"):
+        raise ValueError(f"TICKscript string with triple quotes or a quote at an end: {text}")
     return "'''" + text + "'''"
 
 

@@ -143,4 +143,5 @@ AGENT = Measurement(schema.AGENT.name)
 PRESSURE = Measurement(schema.PRESSURE.name)
 PROCESS_IO = Measurement(schema.PROCESS_IO.name)
 CGROUP_IO = Measurement(schema.CGROUP_IO.name)
+TRAINING = Measurement(schema.TRAINING.name)  # written by the training job, not the agent
 GPU = Measurement(NVIDIA_SMI.name)

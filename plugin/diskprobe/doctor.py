@@ -21,6 +21,7 @@ from diskprobe.smart import json_parser
 from diskprobe.smart.devices import parse_scan
 from diskprobe.smart.reader import read_json, smartctl_version
 from diskprobe.smart.runner import CommandRunner
+from diskprobe.sources.delayacct import delay_accounting
 from diskprobe.sources.mountinfo import read_mountinfo
 from diskprobe.state import StateStore
 
@@ -144,6 +145,29 @@ def check_smart(report: Report, config: AgentConfig) -> None:
             )
 
 
+DELAYACCT_ADVICE = (
+    "process_io cannot rank processes by time blocked on disk (blkio_wait_ratio): turn delay "
+    "accounting on at boot, with the kernel parameter `delayacct` or "
+    "`kernel.task_delayacct = 1` in /etc/sysctl.d/ (`sysctl -w kernel.task_delayacct=1` now: "
+    "only processes started after it are counted). Its cost: a timestamp at the start and end "
+    "of each wait the kernel accounts (block I/O, swap-in, reclaim, run queue), off by default "
+    "since Linux 5.14 for that reason"
+)
+
+
+def check_delay_accounting(report: Report, config: AgentConfig, roots: HostRoots) -> None:
+    if not config.process_io.enabled:
+        return
+    state = delay_accounting(roots)
+    if state is None:
+        report.line("INFO", "no kernel.task_delayacct (kernel before 5.14): delay accounting is "
+                            "on unless booted with nodelayacct")  # fmt: skip
+    elif state:
+        report.line("OK", "delay accounting on: process_io reports blkio_wait_ratio")
+    else:
+        report.line("INFO", f"kernel.task_delayacct = 0: {DELAYACCT_ADVICE}")
+
+
 def check_state(report: Report, config: AgentConfig, log: Logger) -> StateStore:
     state = StateStore(config.state_file, log, config.state_save_interval)
     if state.path is None:
@@ -176,6 +200,7 @@ def run_doctor(
     state = check_state(report, config, log)
     _guarded(report, "I/O collector", lambda: check_io(report, config, roots, log))
     _guarded(report, "filesystems", lambda: check_filesystems(report, config, roots, log, state))
+    check_delay_accounting(report, config, roots)
     if config.smart.enabled:
         _guarded(report, "SMART", lambda: check_smart(report, config))
     report.line("INFO", f"{report.failures} problem(s), {report.warnings} warning(s)")

@@ -11,6 +11,9 @@ Not a pytest module: run it by hand (as root, or as the job's user).
    each way, the ratio (with / alone) per round, its min and median, and diagnose's own CPU.
 2. measure_input: a loop of 0.5 ms steps over a list, bare and through measure_input, in
    turn; printed: the step time each way and the ratio, min and median over the rounds.
+3. The same with data_paths (the device's iostat read at each window's end) and a
+   TrainingOutput to a real VictoriaMetrics (Debian's victoria-metrics; a window a 50 steps
+   stored in the spool, fsync'd, and sent by the sender thread), against the bare loop.
 This machine is shared and noisy: the ratio's median over rounds is the figure, not one run.
 """
 
@@ -21,11 +24,16 @@ import json
 import statistics
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 from pathlib import Path
 
 from diskprobe.integrations.input_wait import InputWaitMeter, measure_input
+from diskprobe.integrations.training_output import TrainingOutput
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from victoria_server import VictoriaMetrics  # tests/, beside this folder
 
 JOB = textwrap.dedent("""
     import sys, threading, time
@@ -65,16 +73,40 @@ def job_rate(seconds: float, threads: int, watched: bool) -> tuple[float, float]
     return steps / seconds, cost
 
 
-def loop_step_time(steps: int, metered: bool) -> float:
+def loop_step_time(steps: int, metered: bool, server: VictoriaMetrics | None = None,
+                   spool: Path | None = None) -> float:  # fmt: skip
     batches = list(range(steps))
-    meter = InputWaitMeter(window_steps=50)
+    if server is not None and spool is not None:
+        spool.mkdir(exist_ok=True)
+        output = TrainingOutput(server.url, "bench", spool_dir=str(spool), job="bench")
+        meter = InputWaitMeter([str(spool)], window_steps=50, output=output)
+    else:
+        meter = InputWaitMeter(window_steps=50)
     source = measure_input(batches, meter) if metered else iter(batches)
     started = time.perf_counter()
     for _ in source:
         end = time.perf_counter() + 0.0005
         while time.perf_counter() < end:
             pass
-    return (time.perf_counter() - started) / steps
+    elapsed = (time.perf_counter() - started) / steps
+    meter.close()
+    return elapsed
+
+
+def output_overhead(rounds: int) -> None:
+    with tempfile.TemporaryDirectory() as folder:
+        server = VictoriaMetrics(Path(folder))
+        server.start()
+        try:
+            ratios = []
+            for _ in range(rounds):
+                bare = loop_step_time(2000, False)
+                sent = loop_step_time(2000, True, server, Path(folder) / "spool")
+                ratios.append(sent / bare)
+        finally:
+            server.stop()
+    print(f"measure_input with data_paths and TrainingOutput around 0.5 ms steps: ratio min "
+          f"{min(ratios):.4f} median {statistics.median(ratios):.4f}")  # fmt: skip
 
 
 def main() -> None:
@@ -100,6 +132,7 @@ def main() -> None:
         overhead.append(metered / bare)
     print(f"measure_input around 0.5 ms steps: ratio min {min(overhead):.4f} median "
           f"{statistics.median(overhead):.4f} (step time with / without)")  # fmt: skip
+    output_overhead(args.rounds)
 
 
 if __name__ == "__main__":

@@ -1,13 +1,20 @@
-"""diskprobe_process_io: the top processes by storage I/O (read_bytes/write_bytes per second)."""
+"""diskprobe_process_io: the top processes by storage I/O (read_bytes/write_bytes per second)
+and, with delay accounting on, by time blocked on block I/O (compute/process_rank.py).
+
+The wait is read only for processes whose io file changed (the few doing I/O): the kernel
+counts a block I/O wait when it ends, and the I/O that made it moved the counters. A wait that
+began in an earlier interval is counted in the interval it ends, as iotop shows it."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from diskprobe.collectors.base import BaseCollector, Collection, CollectorContext
+from diskprobe.compute.process_rank import Candidate, chosen_series
 from diskprobe.config import ProcessIoConfig
 from diskprobe.metric import FieldValue, Metric
 from diskprobe.schema.process_io import PROCESS_IO
+from diskprobe.sources.delayacct import TICKS_PER_SEC, delay_accounting, process_blkio_ticks
 from diskprobe.sources.privileges import ptrace_read_advice
 from diskprobe.sources.procio import (
     Details,
@@ -28,14 +35,7 @@ class _Seen:
     started: int | None  # start ticks: (pid, started) is the key; None when it was gone
     read: int
     write: int
-
-
-@dataclass
-class _Candidate:
-    pid: int
-    started: int
-    read_rate: float
-    write_rate: float
+    blkio: tuple[int, int] | None = None  # (blkio ticks summed over threads, threads)
 
 
 class ProcessIoCollector(BaseCollector[ProcessIoConfig]):
@@ -53,10 +53,12 @@ class ProcessIoCollector(BaseCollector[ProcessIoConfig]):
         self._raw: dict[str, bytes] = {}
         self._previous_at: float | None = None
         self._malformed: set[int] = set()  # pids whose io file was malformed last scan
+        self._delayacct = False  # kernel.task_delayacct as of the last scan
         use_roots(self._roots)
 
     def collect(self) -> Collection:
         use_roots(self._roots)
+        self._note_delay_accounting(delay_accounting(self._roots) is not False)
         scan = scan_io(self._roots)
         now, time_ns = self._clock.monotonic(), self._clock.wall_ns()
         self._log_unreadable(scan)
@@ -67,7 +69,16 @@ class ProcessIoCollector(BaseCollector[ProcessIoConfig]):
         metrics = self._winners(candidates, time_ns)
         return Collection(metrics=metrics, items=items)
 
-    def _update(self, scan: Scan, elapsed: float) -> list[_Candidate]:
+    def _note_delay_accounting(self, on: bool) -> None:
+        if not on and self._log.first_time("process_io-delayacct"):
+            self._log.debug("process_io: kernel.task_delayacct is 0: no blkio_wait_ratio "
+                            "(diskprobe doctor says how to turn it on)")  # fmt: skip
+        self._delayacct = on
+
+    def _blkio(self, pid: int) -> tuple[int, int] | None:
+        return process_blkio_ticks(self._roots, pid) if self._delayacct else None
+
+    def _update(self, scan: Scan, elapsed: float) -> list[Candidate]:
         """Store this scan; return the processes above the threshold since the last one.
 
         Idle processes (the usual case) keep their _Seen as it is: not parsed, not touched.
@@ -76,9 +87,9 @@ class ProcessIoCollector(BaseCollector[ProcessIoConfig]):
         changed = [name for name, data in raw.items() if last.get(name) != data]
         for name in last.keys() - raw.keys():
             previous.pop(int(name), None)  # exited: its state goes with it
-        candidates: list[_Candidate] = []
+        candidates: list[Candidate] = []
         malformed: set[int] = set()
-        minimum = float(self.config.min_bytes_per_sec)
+        minimum, min_wait = float(self.config.min_bytes_per_sec), self.config.min_wait_ratio
         for name in changed:
             pid = int(name)
             before = previous.pop(pid, None)
@@ -87,20 +98,22 @@ class ProcessIoCollector(BaseCollector[ProcessIoConfig]):
                 del raw[name]  # left out: next scan sees it as new, as if never read
                 continue
             read, write = counters
+            blkio = self._blkio(pid)
             if before is None or read < before.read or write < before.write:
                 # New here (or counters went back: another process under that PID).
-                previous[pid] = _Seen(start_ticks(self._roots, pid), read, write)
+                previous[pid] = _Seen(start_ticks(self._roots, pid), read, write, blkio)
                 continue
-            previous[pid] = _Seen(before.started, read, write)
+            previous[pid] = _Seen(before.started, read, write, blkio)
             if elapsed <= 0 or before.started is None:
                 continue
-            read_rate = (read - before.read) / elapsed
-            write_rate = (write - before.write) / elapsed
-            if read_rate + write_rate > minimum:
-                candidates.append(_Candidate(pid, before.started, read_rate, write_rate))
+            candidate = Candidate(pid, before.started, (read - before.read) / elapsed,
+                                  (write - before.write) / elapsed,
+                                  _wait(before.blkio, blkio, elapsed))  # fmt: skip
+            if candidate.bytes_rate > minimum or (candidate.wait or 0.0) >= min_wait:
+                candidates.append(candidate)
         self._raw = raw  # the keys of _previous again: gone, left out and forgotten are not in it
         self._malformed = malformed  # only this scan's: bounded by the processes there are
-        candidates.sort(key=lambda c: c.read_rate + c.write_rate, reverse=True)
+        candidates.sort(key=lambda c: c.bytes_rate, reverse=True)
         return candidates
 
     def _parse(self, pid: int, data: bytes, malformed: set[int]) -> tuple[int, int] | None:
@@ -116,11 +129,11 @@ class ProcessIoCollector(BaseCollector[ProcessIoConfig]):
             self._log_unparsed()
         return counters
 
-    def _winners(self, candidates: list[_Candidate], time_ns: int) -> list[Metric]:
+    def _winners(self, candidates: list[Candidate], time_ns: int) -> list[Metric]:
         # One point per (process, user): two busy processes of one name in one batch would
         # be one series at one timestamp, and the database would keep only one of them.
         # Their rates add up; pid and cmdline stay the busiest one's (candidates are sorted).
-        series: dict[tuple[str, str], Metric] = {}
+        resolved: list[tuple[Candidate, Details]] = []
         for candidate in candidates:
             details = process_details(
                 self._roots, candidate.pid, candidate.started, self.config.cmdline
@@ -129,21 +142,32 @@ class ProcessIoCollector(BaseCollector[ProcessIoConfig]):
                 self._previous.pop(candidate.pid, None)
                 self._raw.pop(str(candidate.pid), None)  # next scan: new, its start time read again
                 continue
-            same = series.get((details.name, details.user))
+            resolved.append((candidate, details))
+        config = self.config
+        chosen = chosen_series([(c, (d.name, d.user)) for c, d in resolved], config.top,
+                               float(config.min_bytes_per_sec), config.min_wait_ratio)  # fmt: skip
+        series: dict[tuple[str, str], Metric] = {}
+        for candidate, details in resolved:
+            key = (details.name, details.user)
+            if key not in chosen:
+                continue
+            same = series.get(key)
             if same is not None:
                 _add(same.fields, candidate)
-            elif len(series) < self.config.top:
-                series[details.name, details.user] = self._metric(candidate, details, time_ns)
+            else:
+                series[key] = self._metric(candidate, details, time_ns)
         return list(series.values())
 
     @staticmethod
-    def _metric(candidate: _Candidate, details: Details, time_ns: int) -> Metric:
+    def _metric(candidate: Candidate, details: Details, time_ns: int) -> Metric:
         fields: dict[str, FieldValue] = {
             "pid": candidate.pid,
             "read_bytes_per_sec": candidate.read_rate,
             "write_bytes_per_sec": candidate.write_rate,
             "processes": 1,
         }
+        if candidate.wait is not None:
+            fields["blkio_wait_ratio"] = candidate.wait
         if details.cmdline is not None:
             fields["cmdline"] = details.cmdline
         if details.cgroup is not None:
@@ -167,7 +191,20 @@ class ProcessIoCollector(BaseCollector[ProcessIoConfig]):
             )
 
 
-def _add(fields: dict[str, FieldValue], candidate: _Candidate) -> None:
+def _wait(before: tuple[int, int] | None, after: tuple[int, int] | None,
+          elapsed: float) -> float | None:  # fmt: skip
+    """Seconds blocked per second: never below 0 (a thread that exited takes its count along),
+    nor above its threads (a wait is counted when it ends: a long one all in its last
+    interval; a count that began before delay accounting was on is the uptime)."""
+    if before is None or after is None:
+        return None
+    (ticks_before, _), (ticks, threads) = before, after
+    return min(float(threads), max(0, ticks - ticks_before) / TICKS_PER_SEC / elapsed)
+
+
+def _add(fields: dict[str, FieldValue], candidate: Candidate) -> None:
     fields["read_bytes_per_sec"] = float(fields["read_bytes_per_sec"]) + candidate.read_rate
     fields["write_bytes_per_sec"] = float(fields["write_bytes_per_sec"]) + candidate.write_rate
     fields["processes"] = int(fields["processes"]) + 1
+    if candidate.wait is not None:  # the sum of its processes' waits, as their bytes
+        fields["blkio_wait_ratio"] = float(fields.get("blkio_wait_ratio", 0.0)) + candidate.wait

@@ -33,6 +33,13 @@ class ProcessIoConfig:
         "Leave out processes below this read+write rate (bytes per second).",
         maximum=10**15,
     )
+    min_wait_ratio: float = option(
+        0.05,
+        "Also report processes blocked on block I/O at least this share of the interval "
+        "(seconds per second, summed over threads; needs kernel.task_delayacct = 1).",
+        minimum=0.0,
+        maximum=10**6,
+    )
     cmdline: bool = option(
         True, "Send the command line (first 256 characters); false drops it for privacy."
     )

@@ -29,13 +29,17 @@ import logging
 import os
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Iterator, Sequence, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence, TypeVar
 
 from diskprobe.compute.bottleneck import Verdict, training_verdict
 from diskprobe.diagnose.evidence import Snapshot, device_figures
+from diskprobe.outputs.base import OutputFailed
 from diskprobe.roots import HostRoots
 from diskprobe.sources.file_places import FilePlaces, Place
 from diskprobe.sources.tasks import OpenFile
+
+if TYPE_CHECKING:  # imported by whoever makes one: it brings the InfluxDB client along
+    from diskprobe.integrations.training_output import TrainingOutput
 
 Batch = TypeVar("Batch")
 LOG = logging.getLogger("diskprobe")
@@ -63,10 +67,11 @@ class Window:
 
 class InputWaitMeter:
     def __init__(self, data_paths: Sequence[str] = (), window_steps: int = 50,
-                 clock: Callable[[], float] = time.monotonic) -> None:  # fmt: skip
+                 clock: Callable[[], float] = time.monotonic,
+                 output: TrainingOutput | None = None) -> None:  # fmt: skip
         if window_steps < 1:
             raise ValueError("window_steps must be at least 1")
-        self.window_steps, self.clock = window_steps, clock
+        self.window_steps, self.clock, self.output = window_steps, clock, output
         self._roots = HostRoots.from_env(os.environ)
         self.place, self.in_memory = self._locate(data_paths)
         self._window, self.total = Window(), Window()
@@ -127,10 +132,22 @@ class InputWaitMeter:
         report = self._report(window, disks, self._disks, window.step_sec)
         self.last = report
         self.windows.append(report)
+        self._send(report)
         verdict = report["bottleneck"]
         if self.verdict is None or verdict != self.verdict.bottleneck:
             LOG.info("diskprobe input wait: %s", report["sentence"])
         self.verdict = report["verdict"]
+
+    def _send(self, report: dict[str, Any]) -> None:
+        """To the output, if any; one that cannot be opened is said once and dropped: the
+        training goes on, and so does the logging."""
+        if self.output is None:
+            return
+        try:
+            self.output.write(report)
+        except (OutputFailed, OSError) as error:
+            LOG.warning("diskprobe input wait: no more points sent: %s", error)
+            self.output = None
 
     def _report(self, window: Window, before: Snapshot, after: Snapshot,
                 seconds: float) -> dict[str, Any]:  # fmt: skip
@@ -149,6 +166,8 @@ class InputWaitMeter:
     def close(self) -> dict[str, Any] | None:
         """Ends the last window and logs the summary of the whole run (None: no step)."""
         self._close_window()
+        if self.output is not None:
+            self.output.close()
         if not self.windows:
             return None
         wait, checkpoint = self.total.ratios()

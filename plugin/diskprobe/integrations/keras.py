@@ -19,6 +19,7 @@ from typing import Any, Sequence
 from diskprobe.guard import DiskGuard, GuardStatus, logger
 from diskprobe.integrations._common import Transitions, check_action
 from diskprobe.integrations.input_wait import InputWaitMeter
+from diskprobe.integrations.training_output import TrainingOutput
 
 
 def _import_keras() -> Any:
@@ -155,30 +156,55 @@ class InputWaitCallback(_Callback):  # type: ignore[misc]
     """The share of step time a fit waits for its next batch (diskprobe.integrations.
     input_wait). With the torch and jax backends Keras fetches each batch (arrays, PyDataset,
     tf.data) before on_train_batch_begin, so the time from one batch's end to the next one's
-    begin is the wait. The TensorFlow backend fetches inside its compiled step: the wait is
-    not visible to callbacks there (one W! says so; `diskprobe diagnose` sees it from outside).
+    begin is the wait. The TensorFlow backend fetches inside its compiled train function, where
+    no callback sees it: there the callback wraps model.train_function for the fit, takes the
+    step's batches from the iterator itself (timed) and hands them to Keras's own per-batch
+    path (the one it takes for iterators that are not tf.data's), so each step's compiled
+    function runs as before; steps_per_execution > 1 then runs its steps one call each.
 
         model.fit(..., callbacks=[InputWaitCallback(["/mnt/data"])])
     """
 
-    def __init__(self, data_paths: Sequence[str] = (), window_steps: int = 50) -> None:
+    def __init__(self, data_paths: Sequence[str] = (), window_steps: int = 50,
+                 output: TrainingOutput | None = None) -> None:  # fmt: skip
         super().__init__()
-        self.meter = InputWaitMeter(data_paths, window_steps)
+        self.meter = InputWaitMeter(data_paths, window_steps, output=output)
         self.summary: dict[str, Any] | None = None
         self._since: float | None = None
+        self._wrapped: Any = None  # the TensorFlow backend's train_function, while wrapped
+        self._ends: tuple[type[BaseException], ...] = (StopIteration,)
 
     def on_train_begin(self, logs: Any = None) -> None:
         backend = getattr(getattr(keras, "backend", None), "backend", lambda: "")()
-        if backend == "tensorflow":
-            logger.warning("diskprobe input wait: the TensorFlow backend fetches batches inside "
-                           "its step; the input wait measured here is not the real one")
+        function = getattr(self.model, "train_function", None)
+        # fit() made it just before; a fit that raised never restored it: not wrapped twice
+        timed = self._timed_train_function
+        if backend == "tensorflow" and callable(function) and function != timed:
+            errors = importlib.import_module("tensorflow").errors
+            self._ends = (StopIteration, errors.OutOfRangeError)
+            self._wrapped = function
+            self.model.train_function = timed
+
+    def _timed_train_function(self, iterator: Any) -> Any:
+        steps = max(1, int(getattr(self.model, "steps_per_execution", 1) or 1))
+        started = time.monotonic()
+        batches = []
+        for _ in range(steps):
+            try:
+                batches.append(next(iterator))
+            except self._ends as error:
+                if not batches:
+                    raise error
+                break
+        self.meter.batch_wait(time.monotonic() - started)
+        return self._wrapped(iter(batches))
 
     def on_epoch_begin(self, epoch: int, logs: Any = None) -> None:
         self.meter.start()
         self._since = time.monotonic()
 
     def on_train_batch_begin(self, batch: int, logs: Any = None) -> None:
-        if self._since is not None:
+        if self._since is not None and self._wrapped is None:
             self.meter.batch_wait(time.monotonic() - self._since)
 
     def on_train_batch_end(self, batch: int, logs: Any = None) -> None:
@@ -186,4 +212,7 @@ class InputWaitCallback(_Callback):  # type: ignore[misc]
         self._since = time.monotonic()
 
     def on_train_end(self, logs: Any = None) -> None:
+        if self._wrapped is not None:
+            self.model.train_function, self._wrapped = self._wrapped, None
         self.summary = self.meter.close()
+

@@ -16,6 +16,7 @@ from typing import Any, Sequence
 from diskprobe.guard import DiskGuard, GuardStatus
 from diskprobe.integrations._common import Transitions, check_action
 from diskprobe.integrations.input_wait import InputWaitMeter
+from diskprobe.integrations.training_output import TrainingOutput
 
 
 def _import_lightning() -> Any:
@@ -118,13 +119,21 @@ class InputWaitCallback(_Callback):  # type: ignore[misc]
     batch's end to the next batch's start is the wait. `meter.windows` and the log say it.
 
         trainer = lightning.pytorch.Trainer(callbacks=[InputWaitCallback(["/mnt/data"])])
+
+    With output=TrainingOutput(...) each window also goes to InfluxDB, tagged with the
+    trainer's global_rank.
     """
 
-    def __init__(self, data_paths: Sequence[str] = (), window_steps: int = 50) -> None:
+    def __init__(self, data_paths: Sequence[str] = (), window_steps: int = 50,
+                 output: TrainingOutput | None = None) -> None:  # fmt: skip
         super().__init__()
-        self.meter = InputWaitMeter(data_paths, window_steps)
+        self.meter = InputWaitMeter(data_paths, window_steps, output=output)
         self.summary: dict[str, Any] | None = None
         self._since: float | None = None
+
+    def setup(self, trainer: Any, pl_module: Any, stage: str) -> None:
+        if self.meter.output is not None:
+            self.meter.output.set_rank(int(getattr(trainer, "global_rank", 0)))
 
     def on_train_epoch_start(self, trainer: Any, pl_module: Any) -> None:
         self.meter.start()

@@ -13,6 +13,7 @@ from diskprobe.schema.io import IO
 from diskprobe.schema.pressure import PRESSURE
 from diskprobe.schema.process_io import PROCESS_IO
 from diskprobe.schema.smart import SMART, SMART_ATTR
+from diskprobe.schema.training import TRAINING
 from diskprobe.schema.types import (
     COUNTER,
     FIELD_TYPES,
@@ -37,6 +38,7 @@ __all__ = [
     "PROCESS_IO",
     "SMART",
     "SMART_ATTR",
+    "TRAINING",
     "FieldSpec",
     "MeasurementSpec",
     "TagSpec",
@@ -52,6 +54,7 @@ MEASUREMENTS: tuple[MeasurementSpec, ...] = (
     PRESSURE,
     PROCESS_IO,
     CGROUP_IO,
+    TRAINING,
     AGENT,
 )
 _BY_NAME = {spec.name: spec for spec in MEASUREMENTS}

@@ -1,0 +1,51 @@
+"""Which processes diskprobe_process_io reports: the top by bytes and the top by waiting.
+
+Ranked per process, busiest (or longest waiting) first, each ranking keeping up to `top`
+distinct (name, user) series; a series chosen by either ranking gets every candidate of its
+name and user added up. A process doing slow random 4 KiB reads waits most and moves few
+bytes: the wait ranking is what shows it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Hashable, Sequence, TypeVar
+
+Key = TypeVar("Key", bound=Hashable)
+
+
+@dataclass
+class Candidate:
+    pid: int
+    started: int
+    read_rate: float  # B/s
+    write_rate: float  # B/s
+    wait: float | None  # seconds blocked on block I/O per second; None: not measured
+
+    @property
+    def bytes_rate(self) -> float:
+        return self.read_rate + self.write_rate
+
+
+def chosen_series(
+    ranked: Sequence[tuple[Candidate, Key]], top: int, min_bytes: float, min_wait: float
+) -> set[Key]:
+    """The series keys of the top `top` by bytes (above min_bytes) and of the top `top` by
+    wait (at least min_wait)."""
+    by_bytes = _top_keys(ranked, top, lambda c: c.bytes_rate if c.bytes_rate > min_bytes else None)
+    by_wait = _top_keys(ranked, top, lambda c: c.wait if (c.wait or 0.0) >= min_wait else None)
+    return by_bytes | by_wait
+
+
+def _top_keys(
+    ranked: Sequence[tuple[Candidate, Key]], top: int, score: Callable[[Candidate], float | None]
+) -> set[Key]:
+    scored = [(value, key) for candidate, key in ranked
+              if (value := score(candidate)) is not None]  # fmt: skip
+    scored.sort(key=lambda pair: pair[0], reverse=True)
+    keys: set[Key] = set()
+    for _, key in scored:
+        if len(keys) >= top:
+            break
+        keys.add(key)
+    return keys
