@@ -28,6 +28,7 @@ from victoria_server import VictoriaMetrics
 
 from ci import skip_or_fail
 from helpers import assert_schema
+from lineproto import parse_lines
 
 JOB = Path(__file__).with_name("input_wait_job.py")
 STEPS = 60
@@ -224,3 +225,18 @@ def test_the_meter_sends_each_window_as_a_diskprobe_training_point(
     ((labels, values),) = training_series(victoria).items()
     assert dict(labels) == expected_tags
     assert values == pytest.approx([0.75, 0.75])  # 30 ms of each 40 ms step
+
+
+def test_hostile_job_names_and_ranks_stay_inside_the_spool_base(tmp_path: Path) -> None:
+    report = {"steps": 3, "step_time_sec": 0.1, "input_wait_ratio": 0.5, "checkpoint_ratio": 0.0,
+              "bottleneck": "unknown"}  # fmt: skip
+    env = {"RANK": "-1", "NODE_NAME": "node\udcff\n", "INFLUX_TOKEN": "t"}
+    output = TrainingOutput("http://127.0.0.1:9", "b", job="../../etc/x y", env=env,
+                            spool_dir=str(tmp_path / "base"), timeout=0.2)  # fmt: skip
+    output.write(report)
+    output.close()
+    assert output.tags["rank"] == "0"  # not a rank: the single process's
+    assert output.spool_dir == tmp_path / "base" / ".._.._etc_x_y-rank0"
+    (batch,) = (tmp_path / "base" / ".._.._etc_x_y-rank0").glob("*.lp")  # kept: server down
+    (point,) = parse_lines(batch.read_text())
+    assert point.tags["host"] == "node%FF%0A" and point.tags["job"] == "../../etc/x y"

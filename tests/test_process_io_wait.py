@@ -19,13 +19,14 @@ from typing import Iterator
 
 import pytest
 
+from diskprobe.collectors import process_io as process_io_module
 from diskprobe.collectors.base import CollectorContext
 from diskprobe.collectors.process_io import ProcessIoCollector
 from diskprobe.compute.process_rank import Candidate, chosen_series
 from diskprobe.config import ProcessIoConfig
 from diskprobe.log import Logger
 from diskprobe.roots import HostRoots
-from diskprobe.sources.delayacct import delay_accounting, process_blkio_ticks
+from diskprobe.sources.delayacct import TICKS_PER_SEC, delay_accounting, process_blkio_ticks
 from failslow_host import slow_host
 from test_process_io import Timed, Writer, writer_name
 
@@ -62,6 +63,32 @@ def test_a_multithreaded_process_waits_for_the_sum_of_its_threads(tmp_path: Path
     assert process_blkio_ticks(roots, 4242) == (560, 3)
     assert process_blkio_ticks(roots, 5000) is None
     assert process_blkio_ticks(roots, 6000) is None  # gone
+
+
+def test_a_thread_with_a_broken_count_is_left_out_not_the_process(tmp_path: Path) -> None:
+    _fake_process(tmp_path, 4242, {4242: 10, 4250: 300, 4251: 1})
+    broken = tmp_path / "4242" / "task" / "4251" / "stat"
+    for value in (b"x", b"-5", b"1e400", b"9" * 400, b"\xff"):
+        broken.write_bytes(_stat(4251, 1).encode().replace(b" 1 0 0\n", b" " + value + b" 0 0\n"))
+        assert process_blkio_ticks(HostRoots(proc=str(tmp_path)), 4242) == (310, 2), value
+
+
+@pytest.mark.parametrize(("before", "after", "expected"), [
+    ((1.0, 1), (2.0, 1), 1.0),              # one thread blocked the whole second
+    ((1.0, 4), (3.0, 4), 2.0),              # four threads, two seconds of waits in all
+    ((5.0, 3), (2.0, 2), 0.0),              # a thread exited with its count: not negative
+    ((0.0, 1), (26140.89, 1), 1.0),         # a wait begun before the sysctl: the uptime
+    (None, (2.0, 1), None),                 # no earlier reading: no rate yet
+])  # fmt: skip
+def test_the_wait_per_second_is_bounded_by_the_threads(
+    before: tuple[float, int] | None, after: tuple[float, int], expected: float | None
+) -> None:
+    # (seconds blocked as the kernel counts them, threads) before and after one second
+    def ticks(reading: tuple[float, int] | None) -> tuple[int, int] | None:
+        return None if reading is None else (round(reading[0] * TICKS_PER_SEC), reading[1])
+
+    wait = process_io_module._wait(ticks(before), ticks(after), 1.0)
+    assert wait == (expected if expected is None else pytest.approx(expected))
 
 
 @pytest.mark.parametrize(("text", "expected"), [(b"1\n", True), (b"0\n", False), (None, None)])

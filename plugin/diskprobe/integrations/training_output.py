@@ -37,6 +37,7 @@ from diskprobe.serializers.influx import InfluxSerializer
 
 LOG = logging.getLogger("diskprobe")
 SPOOL_MAX_BYTES = 16 * 1024 * 1024  # per rank: about a year of 50-step windows
+STORE_WAIT_SEC = 30.0  # close(): for the writer thread to store the last windows
 _LEVELS = {"E!": logging.ERROR, "W!": logging.WARNING, "I!": logging.INFO, "D!": logging.DEBUG}
 
 
@@ -147,12 +148,13 @@ class TrainingOutput:
                 LOG.warning("diskprobe training output: a window was not stored: %s", error)
 
     def close(self) -> None:
-        """Stores what is queued and sends what is spooled, bounded by `timeout`; what is left
-        stays in the spool for the next run of this job and rank."""
+        """Stores what is queued (a local disk: at most STORE_WAIT_SEC) and sends what is
+        spooled, bounded by `timeout`; what is left stays in the spool for the next run of this
+        job and rank."""
         if self._writer is None:
             return
         self._points.put(None)
-        self._writer.join(self._server[4])
+        self._writer.join(STORE_WAIT_SEC)
         if self._output is not None:
             self._output.close()
 

@@ -44,6 +44,7 @@ from diskprobe.schema import (
     PROCESS_IO,
     SMART,
     SMART_ATTR,
+    TRAINING,
     FieldSpec,
 )
 from diskprobe.serializers.text import escape_char, system_text
@@ -67,6 +68,8 @@ SKIPPED: dict[tuple[str, str], str] = {
     (SMART_ATTR.name, "when_failed"): "text; a failing attribute shows in `verdict_code`",
     (PROCESS_IO.name, "cmdline"): "text",
     (PROCESS_IO.name, "cgroup"): "text",
+    (TRAINING.name, "bottleneck"): "text; written by training jobs to InfluxDB, never by collectd",
+    (TRAINING.name, "mount_point"): "text; written by training jobs to InfluxDB, never by collectd",
 }
 
 # Schema unit (or "unit:type" where the value type matters) -> types.db type; else "gauge".
