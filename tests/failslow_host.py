@@ -48,20 +48,23 @@ DELAY_SETTLE_SEC = 0.1  # the daemon polls its delay file every 20 ms
 
 @dataclass(frozen=True)
 class Load:
-    """One device's fio job: `rate_iops` random reads/s and as many random writes/s."""
+    """One device's fio job: `rate_iops` random reads/s and as many random writes/s (none
+    with reads_only)."""
 
     rate_iops: int
     block_size: str = "4k"
     ioengine: str = "psync"
     iodepth: int = 1
+    reads_only: bool = False
 
     def argv(self, device: str) -> list[str]:
         rate = f"--rate_iops={self.rate_iops}"
+        writes = [] if self.reads_only else ["--name=write", "--rw=randwrite", rate]
         return [FIO, f"--filename=/dev/{device}", "--direct=1", f"--ioengine={self.ioengine}",
                 f"--iodepth={self.iodepth}", f"--bs={self.block_size}", "--time_based",
                 "--runtime=24h", "--norandommap", "--randrepeat=0", "--thread",
                 "--rate_process=poisson", "--name=read", "--rw=randread", rate,
-                "--name=write", "--rw=randwrite", rate]  # fmt: skip
+                *writes]  # fmt: skip
 
 
 class Awaits(NamedTuple):

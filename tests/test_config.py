@@ -141,7 +141,8 @@ def test_cli_bad_interval_flag() -> None:
     "text",
     [
         'interval = "10ms"\n',
-        'interval = "24h"\n',
+        'interval = "24h"\n[io]\nenabled = false\n',  # fail-slow needs 10 intervals a window
+        'interval = "3m"\n',  # the longest that leaves 10 in the default 30 m window
         'state_save_interval = "0s"\n',
         '[smart]\ninterval = "168h"\nrescan = "168h"\ntimeout = "1h"\n',
         '[filesystems]\nforecast_window = "720h"\nstat_timeout = "10ms"\n',
@@ -164,6 +165,9 @@ def test_values_at_the_bounds_are_accepted(text: str) -> None:
         ('[smart]\nexclude = ["a\\u0000"]\n', "'exclude' must not contain a NUL character"),
         ('[output]\nurl = "http://:8086"\n', "'url' must be an http:// or https:// URL"),
         ('[output]\nurl = "http://h:0"\n', "'url': the port must be a number from 1 to 65535"),
+        ('interval = "4m"\n', '[io] fail_slow_window = "30m" holds 7 intervals of 4m; fail-slow '
+         "needs at least 10: lengthen fail_slow_window or shorten the interval"),
+        ('[io]\ninterval = "10s"\nfail_slow_window = "90s"\n', "holds 9 intervals of 10s"),
     ],
 )
 def test_out_of_bounds_values_are_refused(text: str, message: str) -> None:

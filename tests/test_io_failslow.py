@@ -124,7 +124,8 @@ HOSTILE: dict[str, Any] = {
     "sda": {"group": f"hdd:{MODEL}", "fail_slow": "yes"},  # not a bool: dropped
     "sdb": {"group": f"hdd:{MODEL}", "fail_slow": False, "window_sec": WINDOW,
             "window": [[10**30, {"r/12/13": [-5, 2**80]}], "slot", [1, {"../etc": [1, 2]}]],
-            "evidence": [[1, {"e/0/0": [1, 2, 3]}]] * 100_000},
+            "evidence": [[1, {"e/0/0": [1, 2, 3]}]] * 100_000,  # before issue 27: ignored
+            "evidence_n": [[1, {"e/0/0": [1, 2, 3, 4]}]] * 100_000},
     "sdc": {"group": f"hdd:{MODEL}", "fail_slow": True, "window_sec": 1e308,
             "window": {"r/12/13": [1, 2]}, "history": [[0, {"w/999/1": [1, 1, 1]}]]},
     "gone": 12,

@@ -5,15 +5,21 @@ same fio job on each, the installed `diskprobe` judging them as one peer group),
 
 (i)  per slowdown factor (--factors, default 2,5,10): the delay that makes one device's
      await that multiple of its peers' is calibrated first (measured from /proc/diskstats);
-     then a fresh diskprobe runs --warmup seconds healthy, the delay comes on, and the time
-     to the W! line and to the first fail_slow=true point is taken (up to two windows), then
-     the time to recover (I!) once the delay is gone (up to a window and a half);
+     or per fixed extra delay (--added-ms, e.g. 0.3,1.2,20: fast devices, issue 27); then a
+     fresh diskprobe runs --warmup seconds healthy (every device's slowdown_ratio of those
+     intervals is reported: none is slower to begin with), the delay comes on, and the time
+     to the W! line and to the first fail_slow=true point is taken, in seconds and in the slow
+     device's intervals (up to two windows), then the time to recover (I!) once the delay is
+     gone (up to a window and a half);
 (ii) --minutes of SHARED load changes (every device's rate_iops changed together every
      --change-every seconds, at random, with random bursts) and no delay: every flag is a
      false one; it reports the device-intervals judged and the slowdown_ratio they showed.
 
-Needs root, /dev/fuse, fio and mfusepy. Run from the repository root with the venv:
+--base-ms gives every request that delay, healthy or not (fast peers: 0.3); --reads-only drops
+fio's writes. Needs root, /dev/fuse, fio and mfusepy. Run from the repository root:
     .venv/bin/python tests/bench/bench_failslow.py [--window 1m] [--minutes 20]
+    .venv/bin/python tests/bench/bench_failslow.py --base-ms 0.3 --iops 40 --reads-only \
+        --interval 1s --devices 3 --added-ms 0.3,1.2,20 --factors "" --minutes 0
 See tests/bench/README.md.
 """
 
@@ -56,15 +62,21 @@ def _first(lines: fp.Lines) -> float:
     return lines[0][0] if lines else math.nan
 
 
-def detection_run(host: SlowHost, factor: float, args: argparse.Namespace) -> dict[str, Any]:
-    """One slowdown: calibrate, warm up, delay on until W! (or two windows), off until I!."""
+def detection_run(host: SlowHost, factor: float, args: argparse.Namespace,
+                  added_ms: float | None = None) -> dict[str, Any]:  # fmt: skip
+    """One slowdown: calibrate (or a fixed extra delay), warm up, delay on until W! (or two
+    windows), off until I!."""
     slow, window = host.devices[1], parse_duration(args.window)
     host.set_delays({})
-    host.set_load(Load(args.iops))
-    delay_ms, calibrated = host.calibrate(slow, factor)
-    probe = _start(host.workdir / f"diskprobe-{factor:g}x", host, args)  # removed with it
+    host.set_load(Load(args.iops, reads_only=args.reads_only))
+    if added_ms is None:
+        delay_ms, calibrated = host.calibrate(slow, factor)
+    else:
+        delay_ms, calibrated = added_ms, math.nan
+    probe = _start(host.workdir / f"diskprobe-{factor:g}x-{delay_ms:g}", host, args)
     try:
         time.sleep(args.warmup)
+        healthy = probe.samples()
         host.set_delays({slow: delay_ms})
         on = time.monotonic()
         probe.wait_for(lambda: bool(probe.fail_slow_lines(slow)[0]), 2 * window)
@@ -81,8 +93,13 @@ def detection_run(host: SlowHost, factor: float, args: argparse.Namespace) -> di
     slowed = fp.between(samples, on + interval + 0.5, off + 0.5)
     truth, found = fp.await_ratios(slowed, slow), fp.ratios([s for s in slowed if s.device == slow])
     first_true = next((s.arrived for s in samples if s.device == slow and s.fail_slow), math.nan)
+    mine = [s for s in samples if s.device == slow and s.arrived > on]
+    intervals = next((i + 1 for i, s in enumerate(mine) if s.fail_slow), math.nan)
+    before = fp.ratios(healthy)
     return {
         "factor": factor, "delay_ms": delay_ms, "calibrated": calibrated,
+        "healthy_judged": len(before), "healthy_max": max(before, default=math.nan),
+        "intervals": intervals,
         "await_ratio": statistics.median(truth) if truth else math.nan,
         "slowdown_ratio": statistics.median(found) if found else math.nan,
         "share_2x": sum(r >= 2.0 for r in found) / len(found) if found else math.nan,
@@ -96,17 +113,18 @@ def long_run(host: SlowHost, args: argparse.Namespace) -> dict[str, Any]:
     """Random shared load changes, no delay, for --minutes: every flag is a false one."""
     rng = random.Random(args.seed)
     host.set_delays({})
-    host.set_load(Load(args.iops))
+    host.set_load(Load(args.iops, reads_only=args.reads_only))
     probe = _start(host.workdir / "diskprobe-long", host, args)
     end, changes, bursts = time.monotonic() + 60.0 * args.minutes, 0, 0
     try:
         while time.monotonic() < end:
             rate = rng.choice(RATES)
-            host.set_load(Load(rate))
+            host.set_load(Load(rate, reads_only=args.reads_only))
             changes += 1
             if rng.random() < BURST_CHANCE:
                 time.sleep(args.change_every / 2)
-                host.set_load(Load(min(BURST_CAP, rate * rng.choice((2, 3, 4)))))
+                burst = min(BURST_CAP, rate * rng.choice((2, 3, 4)))
+                host.set_load(Load(burst, reads_only=args.reads_only))
                 bursts += 1
                 time.sleep(args.change_every / 2)
             else:
@@ -136,10 +154,12 @@ def _table(rows: list[dict[str, Any]], columns: list[tuple[str, str, str]]) -> s
 
 DETECTION_COLUMNS = [
     ("factor", "target", "g"), ("delay_ms", "delay ms", ".2f"),
-    ("calibrated", "calibrated", ".2f"), ("await_ratio", "await ratio", ".2f"),
+    ("calibrated", "calibrated", ".2f"), ("healthy_judged", "healthy judged", "d"),
+    ("healthy_max", "healthy max ratio", ".2f"), ("await_ratio", "await ratio", ".2f"),
     ("slowdown_ratio", "slowdown_ratio", ".2f"), ("share_2x", ">=2x", ".0%"),
     ("undefined", "no ratio", "d"), ("warned_sec", "W! after s", ".1f"),
-    ("first_true_sec", "fail_slow after s", ".1f"), ("cleared_sec", "I! after s", ".1f"),
+    ("first_true_sec", "fail_slow after s", ".1f"), ("intervals", "after intervals", "g"),
+    ("cleared_sec", "I! after s", ".1f"),
     ("false_flags", "others flagged", "d"),
 ]  # fmt: skip
 LONG_COLUMNS = [
@@ -162,14 +182,24 @@ def main() -> None:
     parser.add_argument("--minutes", type=float, default=20.0, help="(ii) length; 0: skip")
     parser.add_argument("--change-every", type=float, default=20.0, help="(ii) seconds")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--base-ms", type=float, default=0.0, help="every request's delay")
+    parser.add_argument("--added-ms", default="", help="fixed extra delays for (i)")
+    parser.add_argument("--reads-only", action="store_true", help="fio reads, no writes")
     args = parser.parse_args()
     factors = [float(text) for text in args.factors.split(",") if text]
-    with slow_host(args.devices, _skip) as host:
+    added = [float(text) for text in args.added_ms.split(",") if text]
+    with slow_host(args.devices, _skip, base_ms=args.base_ms) as host:
+        writes = "" if args.reads_only else f" + {args.iops} writes/s"
         print(f"devices {host.devices}, window {args.window}, interval {args.interval}, "
-              f"base {args.iops} reads/s + {args.iops} writes/s each", flush=True)  # fmt: skip
+              f"base {args.iops} reads/s{writes} each, {args.base_ms} ms a request",
+              flush=True)  # fmt: skip
         rows = []
         for factor in factors:
             rows.append(detection_run(host, factor, args))
+            print(_table(rows[-1:], DETECTION_COLUMNS), flush=True)
+        for extra in added:
+            nominal = (args.base_ms + extra) / args.base_ms if args.base_ms else math.nan
+            rows.append(detection_run(host, nominal, args, extra))
             print(_table(rows[-1:], DETECTION_COLUMNS), flush=True)
         long = long_run(host, args) if args.minutes > 0 else None
     if rows:

@@ -72,12 +72,12 @@ class FailSlowWatch:
         if change.fail_slow:
             self._log.warn(
                 f"io: {change.device} is fail-slow: its await was at least {limit:g}x {against} "
-                f"for {change.share:.0%} of its active time in the last {window} "
+                f"in {change.share:.0%} of its judged intervals in the last {window} "
                 f"(slowdown_ratio now {now})"
             )
         else:
             self._log.info(
-                f"io: {change.device} is no longer fail-slow: at or above {limit * NEAR_FACTOR:g}x "
-                f"{against} for only {change.share:.0%} of its active time in the last {window} "
-                f"(slowdown_ratio now {now})"
+                f"io: {change.device} is no longer fail-slow: at or above "
+                f"{limit * NEAR_FACTOR:g}x {against} in only {change.share:.0%} of its judged "
+                f"intervals in the last {window} (slowdown_ratio now {now})"
             )

@@ -19,22 +19,23 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Mapping, NamedTuple, Optional
 
+from diskprobe.compute.failslow_votes import Vote, vote
 from diskprobe.compute.peers import MIN_IOS, Key, PeerTable, Sample, sample_keys
 from diskprobe.compute.sliding import SlidingSums
 from diskprobe.metric import FieldValue
 
-# diskstats counts whole milliseconds: below this much expected time the ratio of a fast
-# device is mostly rounding, so such an interval counts as idle.
-MIN_EXPECTED_MS = 50.0
 WINDOW_SLOTS = 6
 HISTORY_SEC = 7 * 86400.0
 HISTORY_SLOTS = 28  # six-hour slots
-ON_SHARE = 0.5  # "most of the window": half the active time at or above the ratio
-NEAR_FACTOR = 0.75  # hysteresis: off once less than a quarter of the active time
+ON_SHARE = 0.5  # "most of the window": half the judged intervals at or above the ratio
+NEAR_FACTOR = 0.75  # hysteresis: off once less than a quarter of the judged intervals
 OFF_SHARE = 0.25  # ... is at or above 0.75 x the ratio
 MIN_ACTIVE_SHARE = 0.25  # no change of state before a quarter of the window was active
+MIN_OBSERVATIONS = 5  # ... in at least this many intervals: one long interval decides nothing
 HISTORY_MIN_ACTIVE_SHARE = 0.5  # a load bucket of the own history counts after this much
-EVIDENCE: Key = ("e", 0, 0)  # the evidence ring's one key: [active, slow, near] in ms
+# The evidence ring's one key: [active ms, active intervals, slow intervals, near intervals].
+# Shares count intervals (observations), not time: a 40 s interval weighs as one.
+EVIDENCE: Key = ("e", 0, 0)
 
 
 @dataclass(frozen=True)
@@ -47,7 +48,7 @@ class Transition(NamedTuple):
     device: str
     group: str
     fail_slow: bool
-    share: float  # of the window's active time at or above the ratio (on) or near it (off)
+    share: float  # of the window's judged intervals at or above the ratio (on) or near (off)
     ratio: Optional[float]
 
 
@@ -135,12 +136,12 @@ class FailSlowDetector:
         for name, (keys, elapsed_ms) in active.items():
             track = self.tracks[name]
             if members[track.group] > 1:
-                ratio = self._peer_ratio(name, keys, current[track.group], windows)
+                verdict = self._peer_vote(name, keys, current[track.group], windows)
             else:
-                ratio = self._own_ratio(track, keys)
-                self._learn(now, track, keys, elapsed_ms, ratio)
-            track.ratio = ratio
-            change = self._judge(now, name, track, elapsed_ms, ratio)
+                verdict = self._own_vote(track, keys)
+                self._learn(now, track, keys, elapsed_ms, verdict)
+            track.ratio = verdict.ratio if verdict is not None and verdict.decided else None
+            change = self._judge(now, name, track, elapsed_ms, verdict)
             if change is not None:
                 changes.append(change)
         return changes
@@ -152,13 +153,13 @@ class FailSlowDetector:
         restored = self._restore(name, group) if self._restore and track is None else None
         return restored or Track(group, self.rules)
 
-    def _peer_ratio(
+    def _peer_vote(
         self,
         name: str,
         keys: list[Sample],
         current: PeerTable,
         windows: dict[str, PeerTable],
-    ) -> Optional[float]:
+    ) -> Optional[Vote]:
         expected = [current.expected(name, key) for key, _, _ in keys]
         if None in expected:  # nobody active at this load now: the peers' window
             group = self.tracks[name].group
@@ -167,7 +168,7 @@ class FailSlowDetector:
                 value if value is not None else window.expected(name, key)
                 for value, (key, _, _) in zip(expected, keys)
             ]
-        return _ratio(keys, expected)
+        return vote(keys, expected, self.rules.ratio, NEAR_FACTOR)
 
     def _window_table(self, group: str) -> PeerTable:
         table = PeerTable()
@@ -178,7 +179,7 @@ class FailSlowDetector:
                         table.add(name, key, total_ms / count)  # type: ignore[arg-type]
         return table
 
-    def _own_ratio(self, track: Track, keys: list[Sample]) -> Optional[float]:
+    def _own_vote(self, track: Track, keys: list[Sample]) -> Optional[Vote]:
         if track.history is None:
             return None
         table = PeerTable()
@@ -186,7 +187,8 @@ class FailSlowDetector:
         for key, (count, total_ms, active_ms) in track.history.totals.items():
             if active_ms >= needed:
                 table.add("", key, total_ms / count)  # type: ignore[arg-type]
-        return _ratio(keys, [table.expected("self", key) for key, _, _ in keys])
+        expected = [table.expected("self", key) for key, _, _ in keys]
+        return vote(keys, expected, self.rules.ratio, NEAR_FACTOR)
 
     def _learn(
         self,
@@ -194,10 +196,11 @@ class FailSlowDetector:
         track: Track,
         keys: list[Sample],
         elapsed_ms: int,
-        ratio: Optional[float],
+        verdict: Optional[Vote],
     ) -> None:
-        """A device without peers learns what normal is, but never from a slow spell."""
-        if track.fail_slow or (ratio is not None and ratio >= self.rules.ratio):
+        """A device without peers learns what normal is, but never from a slow spell, nor
+        from an interval the millisecond bound leaves undecided."""
+        if track.fail_slow or (verdict is not None and (verdict.slow or not verdict.decided)):
             return
         history = track.own_history()
         for key, count, total_ms in keys:
@@ -209,23 +212,20 @@ class FailSlowDetector:
         name: str,
         track: Track,
         elapsed_ms: int,
-        ratio: Optional[float],
+        verdict: Optional[Vote],
     ) -> Optional[Transition]:
-        if ratio is None:
-            return None  # idle or no comparison: neither raises nor clears
-        limit = self.rules.ratio
-        slow = elapsed_ms if ratio >= limit else 0
-        near = elapsed_ms if ratio >= limit * NEAR_FACTOR else 0
-        track.evidence.add(now, EVIDENCE, (elapsed_ms, slow, near))
-        active, slow, near = track.evidence.totals[EVIDENCE]
-        if active < self._min_active_ms:
+        if verdict is None or not verdict.decided:
+            return None  # idle, no comparison, or undecided: neither raises nor clears
+        track.evidence.add(now, EVIDENCE, (elapsed_ms, 1, int(verdict.slow), int(verdict.near)))
+        active_ms, active, slow, near = track.evidence.totals[EVIDENCE]
+        if active_ms < self._min_active_ms or active < MIN_OBSERVATIONS:
             return None
         if not track.fail_slow and slow >= ON_SHARE * active:
             track.fail_slow = True
-            return Transition(name, track.group, True, slow / active, ratio)
+            return Transition(name, track.group, True, slow / active, verdict.ratio)
         if track.fail_slow and near < OFF_SHARE * active:
             track.fail_slow = False
-            return Transition(name, track.group, False, near / active, ratio)
+            return Transition(name, track.group, False, near / active, verdict.ratio)
         return None
 
 
@@ -234,16 +234,3 @@ def _group_sizes(tracks: Mapping[str, Track]) -> dict[str, int]:
     for track in tracks.values():
         sizes[track.group] = sizes.get(track.group, 0) + 1
     return sizes
-
-
-def _ratio(keys: list[Sample], expected: list[Optional[float]]) -> Optional[float]:
-    """The device's total time over what its peers would have taken for the same requests;
-    None when that is too little time for whole milliseconds to measure."""
-    spent = would_take = 0.0
-    for (_, count, total_ms), value in zip(keys, expected):
-        if value is not None:
-            spent += total_ms
-            would_take += count * value
-    if would_take < MIN_EXPECTED_MS:
-        return None
-    return spent / would_take

@@ -2,7 +2,7 @@
 
     "sdc": {"group": "hdd:ST8000NM0055", "fail_slow": true,
             "window": [[slot, {"r/12/14": [requests, ms]}], ...],
-            "evidence": [[slot, {"e/0/0": [active ms, slow ms, near ms]}], ...],
+            "evidence_n": [[slot, {"e/0/0": [active ms, active, slow, near intervals]}], ...],
             "history": [[slot, {"r/12/14": [requests, ms, active ms]}], ...]}
 
 The file may come from another version, a hand edit or a hostile user: a slot or key that
@@ -50,7 +50,7 @@ def track_to_json(track: Track) -> dict[str, Any]:
         "fail_slow": track.fail_slow,
         "window_sec": track.window_sec,
         "window": track.window.to_json(key_text),
-        "evidence": track.evidence.to_json(key_text),
+        "evidence_n": track.evidence.to_json(key_text),
     }
     if track.history is not None:
         data["history"] = track.history.to_json(key_text)
@@ -70,7 +70,8 @@ def track_from_json(data: Any, group: str, rules: FailSlowRules) -> Optional[Tra
     window, slots = rules.window_sec, WINDOW_SLOTS
     if data.get("window_sec") == window:  # slots of another length are not these slots
         track.window = SlidingSums.from_json(window, slots, data.get("window"), key_of, 2)
-        track.evidence = SlidingSums.from_json(window, slots, data.get("evidence"), key_of, 3)
+        # "evidence" (before issue 27) weighed intervals by their length: not these counts
+        track.evidence = SlidingSums.from_json(window, slots, data.get("evidence_n"), key_of, 4)
     return track
 
 

@@ -15,6 +15,7 @@ from dataclasses import fields, replace
 from typing import TYPE_CHECKING, Any, Mapping, Optional
 
 from diskprobe.config.errors import ConfigError as ConfigError
+from diskprobe.config.io_rules import check_fail_slow_window
 from diskprobe.config.output_rules import check_output
 from diskprobe.durations import format_duration, parse_duration
 from diskprobe.smart.thresholds import DEFAULT_THRESHOLDS
@@ -229,7 +230,9 @@ def check_config(
     environment's interval applied (COLLECTD_INTERVAL, under format = "collectd")."""
     where = f"{source}: " if source else ""
     check_output(config.output, where)
-    return _collectd_interval(config, env, interval_flagged)
+    config = _collectd_interval(config, env, interval_flagged)
+    check_fail_slow_window(config, where)
+    return config
 
 
 def _collectd_interval(

@@ -135,15 +135,16 @@ IO = MeasurementSpec(
             "ratio",
             "Fail-slow: this interval's await over the await the device's peers show at the same "
             "load (1.0: as fast as its peers); only on judged devices (whole disks, peer_groups) "
-            "and only when there is a comparison (docs/fail-slow.md).",
+            "and only in intervals the millisecond bound of /proc/diskstats lets vote "
+            "(docs/fail-slow.md).",
         ),
         _f(
             "fail_slow",
             "bool",
             "",
-            "Fail-slow: true while slowdown_ratio has stayed at or above [io] fail_slow_ratio for "
-            "most of fail_slow_window; sent on every point of a device from its first "
-            "comparison on.",
+            "Fail-slow: true while slowdown_ratio has been at or above [io] fail_slow_ratio in "
+            "most judged intervals of fail_slow_window (5 at least); sent on every point of a "
+            "device from its first comparison on.",
         ),
         _counter("reads", "int", "requests", "Cumulative reads completed (counters = true)."),
         _counter("reads_merged", "int", "requests", "Cumulative reads merged (counters = true)."),
