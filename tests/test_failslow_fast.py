@@ -14,6 +14,7 @@ the others never. Needs root, /dev/fuse, fio and mfusepy; about a minute and a h
 from __future__ import annotations
 
 import statistics
+import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,8 +26,8 @@ from failslow_host import Load, SlowHost, slow_host
 from failslow_probe import Diskprobe, between, ratios
 
 from ci import skip_or_fail
-
-pytestmark = [pytest.mark.root, pytest.mark.slow, pytest.mark.xdist_group("test_failslow_fast")]
+from helpers import add_sys_block, write_diskstats
+from lineproto import parse_line
 
 DEVICES = 3
 INTERVAL, INTERVAL_SEC = "1s", 1.0
@@ -50,6 +51,9 @@ def _intervals_until_flagged(probe: Diskprobe, device: str, since: float) -> int
     return next((index + 1 for index, s in enumerate(mine) if s.fail_slow), None)
 
 
+@pytest.mark.root
+@pytest.mark.slow
+@pytest.mark.xdist_group("test_failslow_fast")
 def test_a_fast_device_slowed_to_20_ms_is_flagged_within_the_window_and_no_peer(
     host: SlowHost, tmp_path: Path
 ) -> None:
@@ -85,3 +89,52 @@ def test_a_fast_device_slowed_to_20_ms_is_flagged_within_the_window_and_no_peer(
     assert [line for _, line in said if f" {slow} " in line] and all(
         f" {slow} " in line for _, line in said), said  # fmt: skip
     assert slowed and statistics.median(slowed) > 10, slowed  # its ratio reads the slowdown
+
+
+@pytest.mark.slow  # 18 s of real gaps: the installed command measures them on its own clock
+def test_one_long_gap_under_trigger_stdin_flags_nothing(tmp_path: Path) -> None:
+    # A suspended VM, a stalled agent, a long gap between two `--trigger stdin` lines: four
+    # identical disks, three quick batches of equal load, then one batch 16 s later in which
+    # one disk's await was 10x its peers' over 100 requests. Weighed by its length, that one
+    # interval was 90 % of the active time and turned the disk fail-slow alone.
+    disks = ("sda", "sdb", "sdc", "sdd")
+    for disk in disks:
+        add_sys_block(tmp_path / "sys", disk, device__model="ST8000", queue__rotational="1")
+    counters = dict.fromkeys(disks, (0, 0))
+
+    def write(reads: int, slow_factor: float) -> None:
+        lines = []
+        for minor, disk in enumerate(disks):
+            done, ms = counters[disk]
+            factor = slow_factor if disk == "sdd" else 1.0
+            done, ms = done + reads, ms + round(reads * 8 * factor)
+            counters[disk] = (done, ms)
+            lines.append(f"   8 {minor * 16:7} {disk} {done} 0 {done * 8} {ms} 0 0 0 0 0 {ms} {ms}")
+        write_diskstats(tmp_path / "proc", lines)
+
+    config = tmp_path / "diskprobe.toml"
+    config.write_text(f'interval = "500ms"\nstate_file = "{tmp_path / "state.json"}"\n'
+                      '[io]\nfail_slow_window = "1m"\n[filesystems]\nenabled = false\n'
+                      "[smart]\nenabled = false\n[pressure]\nenabled = false\n"
+                      "[process_io]\nenabled = false\n[cgroup_io]\nenabled = false\n")  # fmt: skip
+    env = {"HOST_PROC": str(tmp_path / "proc"), "HOST_SYS": str(tmp_path / "sys"),
+           "HOST_RUN": str(tmp_path / "run"), "PATH": "/usr/bin:/bin"}  # fmt: skip
+    write(0, 1.0)
+    process = subprocess.Popen([*fp.diskprobe_command(), "--config", str(config), "--trigger",
+                                "stdin"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True, env=env)  # fmt: skip
+    assert process.stdin is not None
+    for step, (pause, reads, factor) in enumerate([(0.0, 0, 1.0), (0.5, 20, 1.0), (0.5, 20, 1.0),
+                                                  (0.5, 20, 1.0), (16.0, 100, 10.0)]):  # fmt: skip
+        time.sleep(pause)
+        if step:
+            write(reads, factor)
+        process.stdin.write("\n")
+        process.stdin.flush()
+    time.sleep(1.0)
+    out, err = process.communicate(timeout=30)  # closes stdin: the end of the run
+    points = [parse_line(line) for line in out.splitlines() if line.startswith("diskprobe_io,")]
+    last = {p.tags["device"]: p.fields for p in points}
+    assert last["sdd"]["slowdown_ratio"] == pytest.approx(10.0)  # judged, as one interval
+    assert not [p for p in points if p.fields.get("fail_slow") is True], out
+    assert "fail-slow" not in err, err
