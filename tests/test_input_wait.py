@@ -236,6 +236,9 @@ def test_hostile_job_names_and_ranks_stay_inside_the_spool_base(tmp_path: Path) 
     output.write(report)
     output.close()
     assert output.tags["rank"] == "0"  # not a rank: the single process's
+    for rank in ("²", "9" * 5000, "0x1", " 1"):  # isdigit() alone takes "²"; int() no 5,000 digits
+        made = TrainingOutput("http://x", "b", env={"RANK": rank}, spool_dir=str(tmp_path))
+        assert made.tags["rank"] == "0", rank
     assert output.spool_dir == tmp_path / "base" / ".._.._etc_x_y-rank0"
     (batch,) = (tmp_path / "base" / ".._.._etc_x_y-rank0").glob("*.lp")  # kept: server down
     (point,) = parse_lines(batch.read_text())

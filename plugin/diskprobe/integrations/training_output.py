@@ -67,8 +67,9 @@ def job_tags(env: Mapping[str, str], job: str | None = None,
 
 
 def _rank(env: Mapping[str, str]) -> int:
+    """RANK as torchrun sets it; anything else ("-1", "²", 5,000 digits) is the single rank 0."""
     value = env.get("RANK", "0")
-    return int(value) if value.isdigit() else 0
+    return int(value) if value.isascii() and value.isdigit() and len(value) <= 9 else 0
 
 
 def default_spool_base(env: Mapping[str, str]) -> Path:
@@ -137,9 +138,9 @@ class TrainingOutput:
     def _write_points(self) -> None:
         try:
             self._output = self._open()
-        except OutputFailed as error:
+        except Exception as error:  # OutputFailed, or anything else: said, never a dead thread
             LOG.warning("diskprobe input wait: no points sent: %s", error)
-            self.failed = error
+            self.failed = error if isinstance(error, OutputFailed) else OutputFailed(str(error))
             return
         while (metric := self._points.get()) is not None:
             try:
