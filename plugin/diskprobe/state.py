@@ -28,12 +28,16 @@ VERSION = 1
 MAX_BYTES = 16 * 1024 * 1024
 
 
-def candidate_paths(configured: str, env: Mapping[str, str]) -> list[str]:
-    """The configured path, then $XDG_STATE_HOME or ~/.local/state (per the XDG spec)."""
-    state_home = env.get("XDG_STATE_HOME") or os.path.join(
+def state_home(env: Mapping[str, str]) -> str:
+    """$XDG_STATE_HOME, else ~/.local/state (per the XDG spec)."""
+    return env.get("XDG_STATE_HOME") or os.path.join(
         env.get("HOME") or os.path.expanduser("~"), ".local", "state"
     )
-    fallback = os.path.join(state_home, "diskprobe", "state.json")
+
+
+def candidate_paths(configured: str, env: Mapping[str, str]) -> list[str]:
+    """The configured path, then $XDG_STATE_HOME or ~/.local/state (per the XDG spec)."""
+    fallback = os.path.join(state_home(env), "diskprobe", "state.json")
     return [configured] if configured == fallback else [configured, fallback]
 
 

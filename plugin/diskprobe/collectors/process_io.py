@@ -109,7 +109,7 @@ class ProcessIoCollector(BaseCollector[ProcessIoConfig]):
             candidate = Candidate(pid, before.started, (read - before.read) / elapsed,
                                   (write - before.write) / elapsed,
                                   _wait(before.blkio, blkio, elapsed))  # fmt: skip
-            if candidate.bytes_rate > minimum or (candidate.wait or 0.0) >= min_wait:
+            if candidate.ranked(minimum, min_wait):
                 candidates.append(candidate)
         self._raw = raw  # the keys of _previous again: gone, left out and forgotten are not in it
         self._malformed = malformed  # only this scan's: bounded by the processes there are

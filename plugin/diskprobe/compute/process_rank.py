@@ -26,14 +26,26 @@ class Candidate:
     def bytes_rate(self) -> float:
         return self.read_rate + self.write_rate
 
+    def by_bytes(self, min_bytes: float) -> float | None:
+        """Its rank by bytes: its rate above min_bytes, else None (not ranked)."""
+        return self.bytes_rate if self.bytes_rate > min_bytes else None
+
+    def by_wait(self, min_wait: float) -> float | None:
+        """Its rank by waiting: its wait at least min_wait, else None (or not measured)."""
+        return self.wait if self.wait is not None and self.wait >= min_wait else None
+
+    def ranked(self, min_bytes: float, min_wait: float) -> bool:
+        """Passes either threshold: a candidate for the report."""
+        return self.by_bytes(min_bytes) is not None or self.by_wait(min_wait) is not None
+
 
 def chosen_series(
     ranked: Sequence[tuple[Candidate, Key]], top: int, min_bytes: float, min_wait: float
 ) -> set[Key]:
     """The series keys of the top `top` by bytes (above min_bytes) and of the top `top` by
     wait (at least min_wait)."""
-    by_bytes = _top_keys(ranked, top, lambda c: c.bytes_rate if c.bytes_rate > min_bytes else None)
-    by_wait = _top_keys(ranked, top, lambda c: c.wait if (c.wait or 0.0) >= min_wait else None)
+    by_bytes = _top_keys(ranked, top, lambda candidate: candidate.by_bytes(min_bytes))
+    by_wait = _top_keys(ranked, top, lambda candidate: candidate.by_wait(min_wait))
     return by_bytes | by_wait
 
 

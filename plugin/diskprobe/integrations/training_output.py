@@ -34,9 +34,12 @@ from diskprobe.outputs.base import OutputFailed
 from diskprobe.outputs.influxdb import InfluxDBOutput
 from diskprobe.schema.training import TRAINING
 from diskprobe.serializers.influx import InfluxSerializer
+from diskprobe.sources.u64 import parse_u64
+from diskprobe.state import state_home
 
 LOG = logging.getLogger("diskprobe")
 SPOOL_MAX_BYTES = 16 * 1024 * 1024  # per rank: about a year of 50-step windows
+MAX_RANK = 10**9  # nine digits: far beyond any job's ranks
 STORE_WAIT_SEC = 30.0  # close(): for the writer thread to store the last windows
 _LEVELS = {"E!": logging.ERROR, "W!": logging.WARNING, "I!": logging.INFO, "D!": logging.DEBUG}
 
@@ -68,13 +71,12 @@ def job_tags(env: Mapping[str, str], job: str | None = None,
 
 def _rank(env: Mapping[str, str]) -> int:
     """RANK as torchrun sets it; anything else ("-1", "²", 5,000 digits) is the single rank 0."""
-    value = env.get("RANK", "0")
-    return int(value) if value.isascii() and value.isdigit() and len(value) <= 9 else 0
+    rank = parse_u64(env.get("RANK", "0"))
+    return rank if rank is not None and rank < MAX_RANK else 0
 
 
 def default_spool_base(env: Mapping[str, str]) -> Path:
-    state = env.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
-    base = Path(state) / "diskprobe" / "training"
+    base = Path(state_home(env)) / "diskprobe" / "training"
     try:
         base.mkdir(parents=True, exist_ok=True, mode=0o700)
         return base
