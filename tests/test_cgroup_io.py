@@ -286,3 +286,22 @@ def test_real_cgroup_write_rate(tmp_path: Path, real_cgroup: tuple[Path, str, in
     assert isinstance(rate, float) and abs(rate - truth) <= 0.15 * truth, (rate, truth)
     writes = ours[0].fields["writes_per_sec"]
     assert isinstance(writes, float) and writes > 0
+
+
+def test_a_parent_whose_children_did_all_its_io_is_not_reported(tmp_path: Path) -> None:
+    """Two containers of one pod write 1 and 2 bytes in 3 s. Subtracted as rates, the pod's
+    slice kept 3/3 - 1/3 - 2/3 = 1.1e-16 bytes/s and was reported as a busy cgroup of its
+    own (a series that came and went with nothing changing); in whole counts it did nothing
+    itself."""
+    host = Host(tmp_path, 2)
+    pod = f"kubepods.slice/kubepods-burstable.slice/{SYSTEMD_POD}"
+    first, second = (f"{pod}/cri-containerd-{letter * 64}.scope" for letter in "ab")
+    host.add(first, "8:0", 0, 0, 0, 0)
+    host.add(second, "8:0", 0, 0, 0, 0)
+    collector = host.collector()
+    assert host.sample(collector, advance=3.0) == []
+    host.add(first, "8:0", 0, 1, 0, 1)
+    host.add(second, "8:0", 0, 2, 0, 1)
+    metrics = host.sample(collector, advance=3.0)
+    assert sorted(m.tags["cgroup"] for m in metrics) == ["/" + first, "/" + second]
+    assert sorted(m.fields["write_bytes_per_sec"] for m in metrics) == [1 / 3, 2 / 3]

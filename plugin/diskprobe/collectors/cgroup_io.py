@@ -45,29 +45,32 @@ RATE_FIELDS = (
     "writes_per_sec",
     "discard_bytes_per_sec",  # v2 only: v1 tuples are one shorter, so it is never emitted
 )
-Rates = dict[DevNo, tuple[float, ...]]
+Deltas = dict[DevNo, tuple[int, ...]]  # counter increases in the interval, per device
 Sample = tuple[str, dict[DevNo, tuple[int, ...]]]  # (raw text, parsed counters)
 
 
-def subtree_rates(
-    before: dict[DevNo, tuple[int, ...]], after: dict[DevNo, tuple[int, ...]], elapsed: float
-) -> Rates:
-    """Per-device rates; a device whose counters went backwards (reset) is skipped once."""
-    rates: Rates = {}
+def subtree_deltas(
+    before: dict[DevNo, tuple[int, ...]], after: dict[DevNo, tuple[int, ...]]
+) -> Deltas:
+    """Per-device increases; a device whose counters went backwards (reset) is skipped once."""
+    increases: Deltas = {}
     for devno, current in after.items():
         previous = before.get(devno, (0,) * len(current))
-        deltas = [cur - prev for cur, prev in zip(current, previous)]
+        deltas = tuple(cur - prev for cur, prev in zip(current, previous))
         if len(previous) == len(current) and min(deltas) >= 0 and max(deltas) > 0:
-            rates[devno] = tuple(delta / elapsed for delta in deltas)
-    return rates
+            increases[devno] = deltas
+    return increases
 
 
-def _bytes_per_sec(rates: Rates) -> float:
-    return sum(r[READ_BYTES] + r[WRITE_BYTES] + sum(r[DISCARD_BYTES:]) for r in rates.values())
+def _bytes(deltas: Deltas) -> int:
+    return sum(d[READ_BYTES] + d[WRITE_BYTES] + sum(d[DISCARD_BYTES:]) for d in deltas.values())
 
 
-def own_rates(subtree: dict[str, Rates]) -> dict[str, Rates]:
-    """Subtract each cgroup's subtree rates from its nearest measured ancestor's (see above)."""
+def own_deltas(subtree: dict[str, Deltas]) -> dict[str, Deltas]:
+    """Subtract each cgroup's subtree increases from its nearest measured ancestor's (see
+    above), in whole counts: subtracted as rates (floats), a parent whose children did all of
+    its I/O kept 1e-14 to 1e-7 bytes/s of rounding and was reported as a busy cgroup, a
+    series that came and went with nothing changing (kubepods QoS slices, system.slice)."""
     own = {path: dict(rates) for path, rates in subtree.items()}
     for path, rates in subtree.items():
         ancestor = path
@@ -78,7 +81,7 @@ def own_rates(subtree: dict[str, Rates]) -> dict[str, Rates]:
             continue
         for devno, child in rates.items():
             if devno in parent:
-                parent[devno] = tuple(max(0.0, p - c) for p, c in zip(parent[devno], child))
+                parent[devno] = tuple(max(0, p - c) for p, c in zip(parent[devno], child))
     return own
 
 
@@ -114,7 +117,7 @@ class CgroupIoCollector(BaseCollector[CgroupIoConfig]):
         now, time_ns = self._clock.monotonic(), self._clock.wall_ns()
         elapsed, previous = now - self._previous_at, self._previous
         current: dict[str, Sample] = {}
-        subtree: dict[str, Rates] = {}
+        subtree: dict[str, Deltas] = {}
         bad: set[str] = set()
         for path in walk_cgroups(hierarchy.root, self.config.max_depth):
             text = read_counters_text(hierarchy, path)
@@ -131,14 +134,14 @@ class CgroupIoCollector(BaseCollector[CgroupIoConfig]):
             if rejected:
                 self._note_rejected(path, rejected, bad)
             if before is not None and elapsed > 0:
-                rates = subtree_rates(before[1], current[path][1], elapsed)
-                if rates:
-                    subtree[path] = rates
+                deltas = subtree_deltas(before[1], current[path][1])
+                if deltas:
+                    subtree[path] = deltas
         self._previous, self._previous_at = current, now
         self._bad = bad  # this cycle's only: bounded by the cgroups there are
         if len(self._tags) > 2 * len(current) + 64:
             self._tags.clear()
-        metrics = self._metrics(hierarchy, own_rates(subtree), time_ns)
+        metrics = self._metrics(hierarchy, own_deltas(subtree), elapsed, time_ns)
         return Collection(metrics=metrics, items=len(current))
 
     def _note_rejected(self, path: str, lines: list[str], bad: set[str]) -> None:
@@ -150,16 +153,19 @@ class CgroupIoCollector(BaseCollector[CgroupIoConfig]):
                 f"{lines[0][:200]!r}" + (f" and {len(lines) - 1} more" if len(lines) > 1 else "")
             )
 
-    def _metrics(self, hierarchy: Hierarchy, own: dict[str, Rates], time_ns: int) -> list[Metric]:
-        busy = {path: rates for path, rates in own.items() if any(map(any, rates.values()))}
-        ranked = sorted(busy, key=lambda path: (-_bytes_per_sec(busy[path]), path))
+    def _metrics(
+        self, hierarchy: Hierarchy, own: dict[str, Deltas], elapsed: float, time_ns: int
+    ) -> list[Metric]:
+        busy = {path: deltas for path, deltas in own.items() if any(map(any, deltas.values()))}
+        ranked = sorted(busy, key=lambda path: (-_bytes(busy[path]), path))
         metrics = []
         for path in ranked[: self.config.max_cgroups]:
             pressure = self._pressure(hierarchy, path)
-            for devno, rates in sorted(busy[path].items()):
-                if not any(rates):
+            for devno, deltas in sorted(busy[path].items()):
+                if not any(deltas):
                     continue
                 tags = dict(self._cgroup_tags(path), device=self._devices.name(devno))
+                rates = (delta / elapsed for delta in deltas)
                 fields: dict[str, FieldValue] = dict(zip(RATE_FIELDS, rates))
                 fields.update(pressure)
                 metrics.append(Metric(MEASUREMENT, tags, fields, time_ns))
