@@ -12,6 +12,7 @@ import pytest
 from hypothesis import settings
 
 from victoria_server import VM_BINARY, VictoriaMetrics
+from write_api import write_api  # noqa: F401  (a fixture: tests/write_api.py)
 
 import lanes
 import schema_coverage

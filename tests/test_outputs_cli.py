@@ -7,15 +7,11 @@ write instead; a conflict or a broken cross-field rule is one E! line and exit s
 
 from __future__ import annotations
 
-import gzip
-import http.server
 import json
 import os
 import subprocess
 import sys
-import threading
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 
@@ -68,36 +64,6 @@ def test_textfile_in_the_new_spelling(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     assert result.stdout == "" and not _marked(result, "W! ")
     assert target.read_text().startswith(PROM_HEAD) and target.stat().st_mode & 0o777 == 0o644
-
-
-class _WriteAPI(http.server.BaseHTTPRequestHandler):
-    bodies: list[tuple[str, bytes]]
-
-    def do_POST(self) -> None:
-        body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
-        if self.headers.get("Content-Encoding") == "gzip":
-            body = gzip.decompress(body)
-        self.bodies.append((self.path, body))
-        self.send_response(204)
-        self.end_headers()
-
-    def log_message(self, format: str, *args: object) -> None:
-        pass
-
-
-@pytest.fixture
-def write_api() -> Iterator[tuple[str, list[tuple[str, bytes]]]]:
-    """(URL, received (path, body) pairs) of a loopback server answering writes with 204."""
-    bodies: list[tuple[str, bytes]] = []
-    handler = type("Handler", (_WriteAPI,), {"bodies": bodies})
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}", bodies
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 def test_influxdb_in_the_new_spelling(

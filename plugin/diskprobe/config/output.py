@@ -82,6 +82,23 @@ class OutputConfig:
         "after a restart.",
         "path",
     )
+    send_jitter: float = option(
+        5.0,
+        "kind = \"influxdb\": each send first waits a random part of this, so that a fleet's "
+        "hosts, collecting at the same second, do not all write at that second (Telegraf's "
+        'flush_jitter); collection stays aligned, and exit sends at once. "0s": no jitter.',
+        "duration",
+        minimum=0.0,
+        maximum=TIMEOUT_MAX,
+    )
+    drain_speedup: float = option(
+        4.0,
+        'kind = "influxdb": a backlog (after an outage, or at start with batches left in '
+        "spool_dir) drains at this many times the host's own write rate, in paced, jittered "
+        "requests: the fleet catching up writes at most this many times its usual load, and "
+        "an outage drains in its length divided by this. 0: as fast as the server answers.",
+        maximum=1000.0,
+    )
     spool_max_bytes: int = option(
         104857600,
         "Size limit of spool_dir; beyond it the oldest batches are dropped (and counted).",

@@ -4,7 +4,11 @@ write() stores the batch in the spool (fsync + rename) and returns: the loop nev
 the network. A sender thread replays the spool oldest first, several batches per gzip'd
 request, and deletes them only after the server acknowledged them (HTTP 204). A failed
 request is retried after an exponential backoff (1 s doubling to 30 s, with jitter), or later
-if a 429/503 answer's Retry-After asks for it (outputs/retry.py); 400/413/422 answers mean the
+if a 429/503 answer's Retry-After asks for it (outputs/retry.py). Each send waits a random
+part of send_jitter first, and a backlog drains at drain_speedup times the host's own rate
+(outputs/pacing.py: a fleet's hosts neither send at the same second nor stampede the server
+after an outage). 400/413/422
+answers mean the
 server will never accept the batch: it is dropped and counted (outputs/ledger.py: a count is
 reported until a batch carrying it is delivered).
 Delivery is at-least-once: a request the server applied whose answer was lost is sent again.
@@ -23,6 +27,14 @@ from diskprobe.config.file import read_token_file
 from diskprobe.config.output import OutputConfig
 from diskprobe.log import Logger
 from diskprobe.outputs.base import OutputFailed
+from diskprobe.outputs.pacing import (
+    Draw,
+    LiveRate,
+    drain_pause,
+    drain_rate,
+    request_bytes,
+    send_delay,
+)
 from diskprobe.outputs.retry import RETRY_AFTER_MAX, retry_after
 from diskprobe.outputs.spool import Spool, SpoolLocked
 
@@ -76,6 +88,7 @@ class InfluxDBOutput:
         env: Mapping[str, str] | None = None,
         send: Callable[[bytes], None] | None = None,
         start: bool = True,
+        draw: Draw = random.uniform,
     ) -> None:
         # The config was checked at load (config/checks.py check_config: url, bucket, token_file);
         # what can still fail here is opening the spool and the token: OutputFailed.
@@ -84,6 +97,9 @@ class InfluxDBOutput:
         self._token_word = re.compile(rf"(?<![A-Za-z0-9]){re.escape(self._token)}(?![A-Za-z0-9])")
         self._log = log
         self._timeout = config.timeout
+        self._send_jitter, self._drain_speedup = config.send_jitter, config.drain_speedup
+        self._draw, self.live = draw, LiveRate()
+        self.last_request_bytes = 0
         try:
             self.spool = Spool(config.spool_dir, config.spool_max_bytes, log)
         except SpoolLocked as error:
@@ -110,6 +126,7 @@ class InfluxDBOutput:
         if not text:
             return
         data = text.encode("utf-8")
+        self.live.add(time.monotonic(), len(data))
         try:
             self.spool.append(data)
         except OSError as error:  # disk full, spool removed: the batch cannot be kept
@@ -118,11 +135,14 @@ class InfluxDBOutput:
             return
         self._wake.set()
 
-    def send_once(self) -> bool:
-        """One request with the oldest spooled batches; False if the server did not take it."""
-        batches = self.spool.take(REQUEST_MAX_BYTES)
+    def send_once(self, max_bytes: int | None = None) -> bool:
+        """One request with the oldest spooled batches (up to max_bytes, else a paced drain's
+        request); False if the server did not take it."""
+        limit = max_bytes or request_bytes(self.drain_rate(), REQUEST_MAX_BYTES)
+        batches = self.spool.take(limit)
         if not batches:
             return True
+        self.last_request_bytes = sum(len(data) for _, data in batches)
         status = self._deliver(batches)
         if status in PERMANENT and len(batches) > 1:
             # One bad batch spoils the request: find it by sending them one by one. InfluxDB
@@ -197,12 +217,23 @@ class InfluxDBOutput:
                 self._stopping.wait(self.delay() * random.uniform(1.0, 1.2))
             else:
                 self._wake.wait()
+                # the send jitter; close() ends it, so --once and exit still send at once
+                self._stopping.wait(send_delay(self._send_jitter, self._draw))
             self._wake.clear()
-            while not self._stopping.is_set() and len(self.spool) and self.send_once():
-                pass
-        if not self.backoff:  # last batch at exit: one try, bounded by the request timeout
-            while len(self.spool) and self.send_once():
-                pass
+            self._drain()
+        if not self.backoff:  # at exit: what the jitter held back, one request within timeout
+            self.send_once(REQUEST_MAX_BYTES)
+
+    def _drain(self) -> None:
+        """Send until the spool is empty or a request fails, pausing while a backlog remains."""
+        while not self._stopping.is_set() and len(self.spool) and self.send_once():
+            if len(self.spool):
+                pause = drain_pause(self.last_request_bytes, self.drain_rate(), self._draw)
+                self._stopping.wait(pause)
+
+    def drain_rate(self) -> float:
+        """Bytes per second while a backlog drains (0.0: no limit)."""
+        return drain_rate(self.live.bytes_per_second(), self._drain_speedup)
 
     def pending_batches(self) -> int:
         return len(self.spool)
