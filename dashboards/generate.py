@@ -15,9 +15,11 @@ HERE = Path(__file__).resolve().parent
 if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 
+from dashgen import prometheus_rules  # noqa: E402
 from dashgen.rendered import Options, alert_table, render_all  # noqa: E402
 
-GENERATED_DIRS = ("grafana", "chronograf", "alerts")
+GENERATED_DIRS = ("grafana", "chronograf", "alerts", "downsampling")
+GENERATED_SUFFIXES = (".json", ".yaml", ".tick", ".iql", ".flux")
 README = "README.md"
 TABLE_START, TABLE_END = "<!-- alert-table:start -->\n", "<!-- alert-table:end -->"
 
@@ -38,7 +40,7 @@ def stale(files: dict[str, str], root: Path = HERE) -> list[str]:
         str(path.relative_to(root))
         for directory in GENERATED_DIRS
         for path in (root / directory).rglob("*")
-        if path.is_file() and path.suffix in (".json", ".yaml", ".tick")
+        if path.is_file() and path.suffix in GENERATED_SUFFIXES
     }
     return sorted(set(differ) | (present - set(files)))
 
@@ -60,6 +62,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="uid of the InfluxDB data source the Grafana alert rules query")
     args = parser.parse_args(argv)
     files = render_all(Options(args.database, args.retention_policy, args.datasource_uid))
+    files.update(prometheus_rules.render())  # dashboards/prometheus/*.yaml
     if args.check:
         out_of_date = stale(files)
         for path in out_of_date:

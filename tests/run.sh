@@ -45,6 +45,21 @@ echo "torch==2.13.0" > "$VENV/torch-constraint.txt"
 pip_quiet "$VENV/bin/python" -m pip install -q -c "$VENV/torch-constraint.txt" torch==2.13.0 \
     keras lightning tensorflow-cpu==2.21.0 tensorboard==2.21.0
 export KERAS_BACKEND=torch
+# The Flux downsampling task is checked by the Flux language server's own parser and type
+# checker, an npm package (tests/test_downsampling_flux.py). Node.js and npm come with this
+# kind of machine; one without them gets Debian's.
+if ! command -v npm >/dev/null 2>&1; then
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends \
+    nodejs npm >/dev/null
+fi
+FLUX_LSP="@influxdata/flux-lsp-node@0.8.40"
+[ -d "$VENV/node_modules/@influxdata/flux-lsp-node" ] \
+  || npm install --silent --no-save --no-package-lock --no-audit --no-fund --prefix "$VENV" \
+       "$FLUX_LSP" >/dev/null
+export DISKPROBE_FLUX_LSP="$(cd "$VENV" && pwd)/node_modules/@influxdata/flux-lsp-node/flux-lsp-node.js"
 
 # Two cores here: most tests wait (on intervals, servers, devices) rather than compute, so
 # more workers than cores; `serial` tests still run alone (tests/lanes.py).

@@ -51,8 +51,13 @@ def render_dashboard(board: Dashboard, flavor: Flavor) -> Json:
 
 def template_query(variable: Variable, flavor: Flavor) -> Json:
     if variable.tag in flavor.exact_vars:
+        # Another retention policy than the default: its tag values (a host gone from the raw
+        # data is still in the downsampled year), as Chronograf fills in the rest.
+        source = ":measurement:"
+        if flavor.retention_policy != "autogen":
+            source = f'"{flavor.retention_policy}".:measurement:'
         return {
-            "influxql": "SHOW TAG VALUES ON :database: FROM :measurement: WITH KEY=:tagKey:",
+            "influxql": f"SHOW TAG VALUES ON :database: FROM {source} WITH KEY=:tagKey:",
             "db": flavor.database,
             "measurement": variable.measurement,
             "tagKey": variable.tag,

@@ -19,8 +19,10 @@ DATASOURCE = {"type": "influxdb", "uid": "${DS_INFLUXDB}"}
 Json = dict[str, Any]
 
 
-def render_dashboard(board: Dashboard) -> Json:
-    panels = [_panel(panel, i + 1, pos) for i, (panel, pos) in enumerate(_layout(board.panels))]
+def render_dashboard(board: Dashboard, retention_policy: str = "") -> Json:
+    """`retention_policy`: every query and variable reads it (default: the database's)."""
+    panels = [_panel(panel, i + 1, pos, retention_policy)
+              for i, (panel, pos) in enumerate(_layout(board.panels))]
     return {
         "__inputs": [
             {
@@ -58,7 +60,8 @@ def render_dashboard(board: Dashboard) -> Json:
         "refresh": board.refresh,
         "schemaVersion": SCHEMA_VERSION,
         "tags": ["diskprobe"],
-        "templating": {"list": [_datasource_variable(), *map(_variable, board.variables)]},
+        "templating": {"list": [_datasource_variable(),
+                                *(_variable(v, retention_policy) for v in board.variables)]},
         "time": {"from": board.time_from, "to": "now"},
         "timepicker": {},
         "timezone": "",
@@ -97,15 +100,18 @@ def _datasource_variable() -> Json:
     }
 
 
-def variable_query(variable: Variable) -> str:
-    text = f"SHOW TAG VALUES FROM {quote(variable.measurement)} WITH KEY = {quote(variable.tag)}"
+def variable_query(variable: Variable, retention_policy: str = "") -> str:
+    source = quote(variable.measurement)
+    if retention_policy:
+        source = f"{quote(retention_policy)}.{source}"
+    text = f"SHOW TAG VALUES FROM {source} WITH KEY = {quote(variable.tag)}"
     if variable.depends_on:
         text += " WHERE " + " AND ".join(f"{quote(t)} =~ /^${t}$/" for t in variable.depends_on)
     return text
 
 
-def _variable(variable: Variable) -> Json:
-    query = variable_query(variable)
+def _variable(variable: Variable, retention_policy: str) -> Json:
+    query = variable_query(variable, retention_policy)
     return {
         "name": variable.tag,
         "label": variable.tag,
@@ -125,18 +131,18 @@ def _variable(variable: Variable) -> Json:
     }
 
 
-def _target(target: Target, ref_id: str, table: bool) -> Json:
+def _target(target: Target, ref_id: str, table: bool, retention_policy: str) -> Json:
     return {
         "refId": ref_id,
         "datasource": DATASOURCE,
-        "query": render(target.select, grafana_flavor()),
+        "query": render(target.select, grafana_flavor(retention_policy)),
         "rawQuery": True,
         "resultFormat": "table" if table else "time_series",
         "alias": "" if table else target.legend,
     }
 
 
-def _panel(panel: Panel, panel_id: int, grid: Json) -> Json:
+def _panel(panel: Panel, panel_id: int, grid: Json, retention_policy: str) -> Json:
     table = panel.kind == "table"
     out: Json = {
         "id": panel_id,
@@ -146,7 +152,8 @@ def _panel(panel: Panel, panel_id: int, grid: Json) -> Json:
         "datasource": DATASOURCE,
         "gridPos": grid,
         "targets": [
-            _target(target, chr(ord("A") + i), table) for i, target in enumerate(panel.targets)
+            _target(target, chr(ord("A") + i), table, retention_policy)
+            for i, target in enumerate(panel.targets)
         ],
         "fieldConfig": {"defaults": defaults(panel), "overrides": overrides(panel)},
         "options": _options(panel),

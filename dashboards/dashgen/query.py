@@ -46,8 +46,10 @@ class Flavor:
     window: str = ""  # kapacitor: how far back a subquery reads (Kapacitor times the outer one)
 
 
-def grafana() -> Flavor:
-    return Flavor("grafana")
+def grafana(retention_policy: str = "") -> Flavor:
+    """Grafana queries its data source's database; a `retention_policy` qualifies the
+    measurement (`"diskprobe_1y"."diskprobe_io"`), none reads the default policy."""
+    return Flavor("grafana", retention_policy=retention_policy)
 
 
 def chronograf(database: str = "telegraf", retention_policy: str = "autogen") -> Flavor:
@@ -64,6 +66,8 @@ def render(select: Select, flavor: Flavor, top: bool = True) -> str:
         source = "(" + render(select.source, flavor, top=False) + ")"
     elif flavor.name == "grafana":
         source = quote(select.measurement)
+        if flavor.retention_policy:
+            source = f"{quote(flavor.retention_policy)}.{source}"
     else:
         source = ".".join(
             quote(part) for part in (flavor.database, flavor.retention_policy, select.measurement)

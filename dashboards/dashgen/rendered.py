@@ -13,6 +13,9 @@ from dashgen.boards_health import health
 from dashgen.boards_io import io
 from dashgen.boards_overview import overview
 from dashgen.boards_training import training
+from dashgen.downsample import LONG_RP, iql_file
+from dashgen.downsample_boards import history
+from dashgen.downsample_flux import task as flux_task
 from dashgen.model import Alert, Dashboard, Level
 from dashgen.query import chronograf as chronograf_flavor
 from dashgen.yamlout import dump
@@ -54,6 +57,13 @@ def render_all(options: Options = Options()) -> dict[str, str]:
         files[f"alerts/kapacitor/{alert.uid}.tick"] = kapacitor.render_task(
             alert, options.database, options.retention_policy
         )
+    files["downsampling/influxdb-1x.iql"] = iql_file(options.database)
+    files["downsampling/influxdb2-task.flux"] = flux_task()
+    board = history()  # reads the downsampled policy only: outside grafana/ and chronograf/
+    files[f"downsampling/grafana/{board.slug}.json"] = _json(
+        grafana.render_dashboard(board, LONG_RP))
+    files[f"downsampling/chronograf/{board.slug}.json"] = _json(
+        chronograf.render_dashboard(board, chronograf_flavor(options.database, LONG_RP)))
     return files
 
 
