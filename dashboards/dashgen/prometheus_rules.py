@@ -15,7 +15,7 @@ the Grafana ones do. A dashgen alert with no PromQL here and no reason in NOT_EX
 breaks generation.
 
 Fleet edge cases, the same in every alert (tested in dashboards/prometheus/tests and on
-VictoriaMetrics in tests/test_prometheus_rules_vm.py):
+VictoriaMetrics by tests/test_prometheus_rules.py with tests/prometheus_rules_vm.py):
 - a decommissioned host: every alert but "diskprobe silent" holds only while the host's
   agent sent points in the last 5 minutes (ALIVE), so a last SMART value read up to 2 h back
   does not keep alerting for a host that is gone;

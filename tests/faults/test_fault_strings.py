@@ -24,12 +24,8 @@ from typing import Iterator
 
 import pytest
 
-from test_outputs_cli import write_api
-
 from ci import skip_or_fail
 from faultlib import DISKPROBE, FAKE_SMARTCTL, TESTS, FakeHost, assert_no_traceback
-
-__all__ = ["write_api"]  # a fixture of test_outputs_cli.py, used here
 
 pytestmark = [pytest.mark.root, pytest.mark.slow]
 
