@@ -91,7 +91,20 @@ def relative_seconds(time_from: str) -> int:
     return int(match.group(1)) * {"s": 1, "m": 60, "h": 3600, "d": 86400}[match.group(2)]
 
 
+# A variable's "All" as Grafana holds it; sent as the variable's allValue, which the
+# generated boards set to ".*" (tests/test_dashboards.py holds them to it).
+ALL = "$__all"
+ALL_VALUE = ".*"
+
+
+def panel_seconds(panel: dict[str, Any], board_seconds: int) -> int:
+    """The range a Grafana panel reads: its own timeFrom ("1d"), else the board's."""
+    return relative_seconds(f"now-{panel['timeFrom']}") if "timeFrom" in panel else board_seconds
+
+
 def grafana_regex(values: list[str]) -> str:
+    if values == [ALL]:
+        return ALL_VALUE
     escaped = [_REGEX_SPECIAL.sub(lambda m: "\\" + m.group(0), v) for v in values]
     return escaped[0] if len(escaped) == 1 else "(" + "|".join(escaped) + ")"
 
@@ -206,9 +219,11 @@ def duration_ns(text: str) -> int:
 
 
 def kapacitor_statement(tick: Tick, database: str, now_ns: int) -> str:
-    """The statement Kapacitor sends for one batch run ending at `now_ns`."""
+    """The statement Kapacitor sends for one batch run ending at `now_ns` (a subquery's
+    `now()` is that moment too: data back-filled before the wall clock is read as it was)."""
     db, rp = tick.dbrp
     query = tick.query.replace(f'"{db}"."{rp}".', f'"{database}"."{rp}".')
+    query = query.replace("now()", f"'{_rfc3339(now_ns)}'")
     depths = _depths(query)
     outer = "".join(c for c, d in zip(query, depths) if d == 0)
     assert " GROUP BY " not in outer, "Kapacitor sets GROUP BY from .groupBy()"

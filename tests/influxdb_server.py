@@ -104,11 +104,17 @@ def find_influxd() -> Optional[str]:
 class InfluxServer:
     """`influxd` in a temporary directory; `start()` returns once /ping answers 204."""
 
-    def __init__(self, influxd: str = "influxd") -> None:
+    def __init__(self, influxd: str = "influxd", root: Optional[Path] = None) -> None:
+        """`root`: a directory to keep (the data outlives stop(); a benchmark re-times queries
+        on it); by default a temporary one, removed by stop()."""
         self.influxd = influxd
         self.http_port = 0
         self.rpc_port = 0
-        self._root = Path(tempfile.mkdtemp(prefix="diskprobe-influxd-"))
+        self._kept = root is not None
+        if root is None:
+            root = Path(tempfile.mkdtemp(prefix="diskprobe-influxd-"))
+        root.mkdir(parents=True, exist_ok=True)
+        self._root = root
         self._log_path = self._root / "influxd.log"
         self._process: Optional[subprocess.Popen[bytes]] = None
 
@@ -199,7 +205,8 @@ class InfluxServer:
     def stop(self) -> None:
         """Terminate influxd (kill it if it lingers) and remove its temporary directory."""
         self._terminate()
-        shutil.rmtree(self._root, ignore_errors=True)
+        if not self._kept:
+            shutil.rmtree(self._root, ignore_errors=True)
 
     # -- HTTP API ----------------------------------------------------------------------------
 

@@ -26,6 +26,7 @@ import pytest
 import dashboard_data as data
 from dashboard_data import GPU, PROBE, SILENT, STORE, Row
 from dashboard_eval import (
+    ALL,
     Known,
     _depths,
     chronograf_expand,
@@ -34,6 +35,7 @@ from dashboard_eval import (
     kapacitor_level,
     kapacitor_statement,
     leftovers,
+    panel_seconds,
     parse_tick,
     reduce_last,
     relative_seconds,
@@ -209,8 +211,9 @@ def test_grafana_dashboard_has_the_structure_import_expects(path: Path) -> None:
     assert variables["DS_INFLUXDB"]["query"] == "influxdb"
     assert "host" in variables and {"device", "path", "serial"} & set(variables)
     for name, variable in variables.items():
-        if name != "DS_INFLUXDB":
-            assert variable["query"].startswith("SHOW TAG VALUES FROM ")
+        if name != "DS_INFLUXDB":  # a hidden list reads points (the fleet's drives at risk)
+            assert variable["query"].startswith(
+                "SHOW TAG VALUES FROM " if variable["hide"] == 0 else 'SELECT "')
             assert variable["datasource"]["uid"] == "${DS_INFLUXDB}"
     ids = [p["id"] for p in board["panels"]]
     assert len(ids) == len(set(ids))
@@ -265,7 +268,9 @@ def test_chronograf_dashboard_has_the_export_format(path: Path) -> None:
         for query in cell["queries"]:
             assert query["type"] == "influxql"
             text = query["query"]
-            assert "time > :dashboardTime: AND time < :upperDashboardTime:" in text
+            # A table of last reads has its own day (Panel.time_from), the rest the board's.
+            assert ("time > :dashboardTime: AND time < :upperDashboardTime:" in text
+                    or (cell["type"] == "table" and "WHERE time > now() - 1d AND" in text))
             assert '"host" = :host:' in text
             assert query["queryConfig"]["rawText"] == text
             if cell["type"] != "table":
@@ -368,13 +373,13 @@ def test_grafana_panels_return_their_series(
     problems: list[str] = []
     for panel in board["panels"]:
         for target in panel["targets"]:
-            query = grafana_expand(target["query"], seconds, variables)
+            query = grafana_expand(target["query"], panel_seconds(panel, seconds), variables)
             assert not leftovers(query), query
             problems += _check_series(f"{panel['title']} ({target['refId']})", query,
                                       run(server, db, query))
             if panel.get("repeat"):  # one copy per host: each runs; the SMART hosts have rows
                 for value in variables[panel["repeat"]]:
-                    one = grafana_expand(target["query"], seconds,
+                    one = grafana_expand(target["query"], panel_seconds(panel, seconds),
                                          {**variables, panel["repeat"]: [value]})
                     if value in (STORE, GPU):
                         problems += _check_series(f"{panel['title']} [{value}]", one,
@@ -643,8 +648,10 @@ def test_pressure_and_container_panels_show_the_training_host(
     assert sorted(s["tags"]["device"] for s in disk) == ["nvme0n1", "nvme1n1", "sdb"]
     assert panels["I/O stall time (µs per second)"]["fieldConfig"]["defaults"]["unit"] == "µs"
     (per_container,) = results("I/O per container, pod or service")
-    pod = next(s for s in per_container if s["tags"]["pod_uid"])
-    assert pod["tags"]["container_id"] and {row[1] for row in pod["values"]} == {612.0e6}
+    # One series per device a container used: added up, the pod's reads (612 MB/s).
+    pod = [s for s in per_container if s["tags"]["pod_uid"]]
+    assert all(s["tags"]["container_id"] and s["tags"]["device"] for s in pod)
+    assert sum(s["values"][0][1] for s in pod) == 612.0e6 and len(pod) >= 2
     assert {s["tags"]["unit"] for s in per_container} >= {"postgresql.service"}
     (pressure,) = results("I/O pressure per container, pod or service")
     assert {s["values"][0][1] for s in pressure} == {41.0, 12.0, 3.0}
@@ -754,17 +761,28 @@ def _grafana_order(panel: dict[str, Any], table: list[dict[str, Any]]) -> list[d
     return ordered
 
 
+def _fleet_variables(server: InfluxServer, db: str, hosts: list[str]) -> dict[str, list[str]]:
+    """The fleet board's hosts and, as Grafana reads it, its hidden list of drives at risk
+    over the board's week."""
+    (at_risk,) = [v for v in _load(FLEET_BOARD)["templating"]["list"] if v["name"] == "at_risk"]
+    query = grafana_expand(at_risk["query"], WEEK_S, {"host": hosts})
+    return {"host": hosts, "at_risk": tag_values(server, db, query)}
+
+
 def test_fleet_table_lists_drives_worst_first(
     influx_db: tuple[InfluxServer, str], rows: list[Row]
 ) -> None:
     server, db = _loaded(influx_db, rows)
     (panel,) = [p for p in _load(FLEET_BOARD)["panels"] if p["title"] == REPLACE_TABLE]
     (target,) = panel["targets"]
-    table = _table_rows(run(server, db, grafana_expand(target["query"], WEEK_S, FLEET_HOSTS)))
+    seconds = panel_seconds(panel, WEEK_S)  # the table's own day
+    assert seconds == 86400
+    variables = _fleet_variables(server, db, FLEET_HOSTS["host"])
+    table = _table_rows(run(server, db, grafana_expand(target["query"], seconds, variables)))
     shown = _grafana_order(panel, table)
-    # Fail before warn before ok; within a verdict the higher AFR first, no estimate last.
-    assert [tuple(r[t] for t in DRIVE) for r in shown] == [
-        FAIL_HDD, WARN_HDD, WARN_NVME, OK_HDD, OK_SCSI]
+    # The drives at risk only (the ok ones' AFR is below the warn limit): fail before warn;
+    # within a verdict the higher AFR first, no estimate last.
+    assert [tuple(r[t] for t in DRIVE) for r in shown] == [FAIL_HDD, WARN_HDD, WARN_NVME]
     rates = [f"{c}_per_day" for c in GROWTH_COUNTERS]
     for row in shown:
         last = _fleet_reads(rows, tuple(row[t] for t in DRIVE))[-1].fields
@@ -779,8 +797,31 @@ def test_fleet_table_lists_drives_worst_first(
     text = cell["queries"][0]["query"].replace(TEST_DB_PLACEHOLDER, f'"{db}"."autogen".')
     chronograf = [row for host in FLEET_HOSTS["host"] for row in _table_rows(
         run(server, db, chronograf_expand(text, WEEK_S, {":host:": f"'{host}'"})))]
-    assert sorted(map(str, chronograf)) == sorted(map(str, table))
+    # ... but every drive of its host: Chronograf has no list variable to narrow it.
+    assert len(chronograf) == 5 and sorted(map(str, table)) == sorted(
+        str(row) for row in chronograf if row["serial"] in variables["at_risk"])
     assert cell["tableOptions"]["sortBy"]["internalName"] == "verdict_code"
+
+
+def test_all_hosts_as_grafana_sends_it_gives_every_hosts_rows(
+    influx_db: tuple[InfluxServer, str], rows: list[Row]
+) -> None:
+    """"All" is sent as the allValue `.*`: the fleet table then holds the rows of every host
+    the variable lists, as if each had been picked."""
+    server, db = _loaded(influx_db, rows)
+    board = _load(FLEET_BOARD)
+    (host,) = [v for v in board["templating"]["list"] if v["name"] == "host"]
+    hosts = tag_values(server, db, grafana_expand(host["query"], WEEK_S, {}))
+    (panel,) = [p for p in board["panels"] if p["title"] == REPLACE_TABLE]
+    (target,) = panel["targets"]
+    seconds = panel_seconds(panel, WEEK_S)
+    picked = _fleet_variables(server, db, hosts)
+    every = _table_rows(run(server, db, grafana_expand(target["query"], seconds, picked)))
+    query = grafana_expand(target["query"], seconds, {**_fleet_variables(server, db, [ALL]),
+                                                      "host": [ALL]})
+    assert host["allValue"] == ".*" and "/^.*$/" in query
+    assert sorted(map(str, _table_rows(run(server, db, query)))) == sorted(map(str, every))
+    assert {row["host"] for row in every} >= set(FLEET_HOSTS["host"])
 
 
 def test_fleet_history_follows_one_drive(

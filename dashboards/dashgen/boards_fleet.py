@@ -3,7 +3,7 @@ drive's failure-rate estimate and defect counters over time."""
 
 from __future__ import annotations
 
-from dashgen.build import agg, series, tags
+from dashgen.build import LAST_READ_RANGE, agg, series, tags
 from dashgen.failslow import fleet_table
 from dashgen.model import Column, Dashboard, Panel, Target, Variable
 from dashgen.query import Select
@@ -14,6 +14,18 @@ HOURS_PER_DAY = 24
 HISTORY_BY = ("host", "device", "serial")
 HISTORY_FILTERS = ("host", "serial")
 HISTORY_LEGEND = "$tag_host $tag_device $tag_serial $col"
+
+
+# The drives the table lists: one field read per drive over the table's day picks them, then
+# the table reads its eleven fields for those drives only (at 1,000 hosts 0.3 s, against 2.6 s
+# for every drive); the day, not the board's range, keeps it so over a year.
+(SERIAL,) = tags(SMART, "serial")
+AT_RISK = Variable(
+    SERIAL, SMART.name, ("host",), name="at_risk", points_field="verdict_code",
+    points_range=LAST_READ_RANGE,
+    points_where=(f'({SMART.f("verdict_code")} > 0 OR '
+                  f'{SMART.f("afr_percent")} >= {afr_warn_percent():g})'),
+)
 
 
 def _growth_title(name: str) -> str:
@@ -39,6 +51,7 @@ def _replace_table() -> Panel:
         ]),
         measurement=SMART.name,
         filters=tags(SMART, "host"),
+        grafana_filters=((AT_RISK.tag, AT_RISK.variable),),
         group_tags=tags(SMART, *DRIVE),
     )
     columns = (
@@ -52,7 +65,9 @@ def _replace_table() -> Panel:
     return Panel(
         title="Drives to replace, worst first",
         description=(
-            "The last SMART read of every drive of the selected hosts, sorted by verdict "
+            "The drives at risk in the last day (a warn or fail verdict, or afr_percent "
+            f"from {afr_warn_percent():g}; Chronograf: every drive of its host), each by its "
+            "last SMART read in the last day, sorted by verdict "
             "(2 fail, 1 warn, 0 ok), then by afr_percent, the estimated annualized failure "
             f"rate (hard drives only; orange from diskprobe's warn limit {afr_warn_percent():g}, "
             f"red from its fail limit {afr_fail_percent():g}). The /d columns are each defect "
@@ -68,6 +83,7 @@ def _replace_table() -> Panel:
         sort_desc=True,
         then_by=(afr.name,),
         verdict_mapping=True,
+        time_from=LAST_READ_RANGE,
     )
 
 
@@ -119,6 +135,7 @@ def fleet() -> Dashboard:
         variables=(
             Variable("host", SMART.name),
             Variable("serial", SMART.name, ("host",), multi=False),
+            AT_RISK,
         ),
         panels=(_replace_table(), fleet_table(), _history()),
         time_from="now-7d",

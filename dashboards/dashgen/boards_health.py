@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dashgen.build import series, table, where_tag
+from dashgen.build import LAST_READ_RANGE, series, table, where_tag
 from dashgen.model import Dashboard, Panel, Variable
 from dashgen.refs import SMART
 
@@ -29,7 +29,8 @@ def _now() -> Panel:
     )
     return Panel(
         title="Drives now, worst first",
-        description="The last SMART read of each drive; verdict_code 2 fail, 1 warn, 0 ok.",
+        description="The last SMART read in the last day of each drive; verdict_code 2 fail, "
+        "1 warn, 0 ok.",
         kind="table",
         targets=(target,),
         width=24,
@@ -38,6 +39,7 @@ def _now() -> Panel:
         sort_by="verdict_code",
         sort_desc=True,
         verdict_mapping=True,
+        time_from=LAST_READ_RANGE,
     )
 
 
@@ -95,7 +97,8 @@ def health() -> Dashboard:
         slug="diskprobe-health",
         title="diskprobe: drive health",
         description=f"SMART and NVMe health from {SMART.name}, per drive serial.",
-        variables=(Variable("host", SMART.name), Variable("serial", SMART.name, ("host",))),
+        variables=(Variable("host", SMART.name, offers_all=False),
+                   Variable("serial", SMART.name, ("host",))),
         panels=(
             _now(),
             _history(),

@@ -143,32 +143,20 @@ def _stall() -> Panel:
 
 CONTAINER = ("host", "pod_uid", "container_id", "unit", "cgroup")
 CONTAINER_LEGEND = "$tag_host $tag_cgroup $col"
+CONTAINER_DEVICE_LEGEND = "$tag_host $tag_cgroup $tag_device $col"
 
 
 def _container_io() -> Panel:
-    """Each cgroup's points are per device: mean per device and interval, then the sum."""
+    """Each cgroup's points are per device, drawn as they are: summing the devices needs a
+    subquery, which InfluxDB 1.x ran 16 times slower (82 s against 5 s at 20 hosts)."""
     read, write = CGROUP_IO.f("read_bytes_per_sec"), CGROUP_IO.f("write_bytes_per_sec")
-    inner = Select(
-        columns=f"{agg('mean', read)}, {agg('mean', write)}",
-        measurement=CGROUP_IO.name,
-        filters=tags(CGROUP_IO, "host"),
-        group_tags=tags(CGROUP_IO, *CONTAINER, "device"),
-        group_time=AUTO,
-        fill="none",
-    )
-    select = Select(
-        columns=f"{agg('sum', read, 'read')}, {agg('sum', write, 'write')}",
-        source=inner,
-        group_tags=CONTAINER,
-        group_time=AUTO,
-        fill="none",
-    )
     return _panel(
         "I/O per container, pod or service",
-        "Bytes read and written per second by each cgroup's own processes "
-        f"({CGROUP_IO.name}, all devices added up), with its pod_uid, container_id or "
-        "systemd unit. Points add up to the host total; cgroups without I/O send none.",
-        Target(select, same_unit(read, write), CONTAINER_LEGEND),
+        "Bytes read and written per second by each cgroup's own processes on each device "
+        f"({CGROUP_IO.name}), with its pod_uid, container_id or systemd unit. Added up, the "
+        "points add up to the host total; cgroups without I/O send none.",
+        series(CGROUP_IO, "mean", ((read, "read"), (write, "write")), (*CONTAINER, "device"),
+               ("host",), legend=CONTAINER_DEVICE_LEGEND),
         width=8,
     )
 
@@ -195,7 +183,8 @@ def io() -> Dashboard:
             "(fail-slow); GPU starvation and I/O pressure at a glance; the containers and "
             "processes behind the load, and the processes waiting on it."
         ),
-        variables=(Variable("host", IO.name), Variable("device", IO.name, ("host",))),
+        variables=(Variable("host", IO.name, offers_all=False),
+                   Variable("device", IO.name, ("host",))),
         panels=(*_iostat(), slowdown_panel(), device_table(), _gpu_vs_disk(),
                 host_jobs_panel(), _pressure_vs_disk(), _stall(), _container_io(),
                 _container_pressure(), top_processes(), who_waits()),

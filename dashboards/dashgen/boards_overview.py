@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dashgen.build import series, table
+from dashgen.build import LAST_READ_RANGE, series, table
 from dashgen.model import Dashboard, Panel, Variable
 from dashgen.refs import AGENT, FS, IO, SMART
 
@@ -25,7 +25,8 @@ def _health() -> Panel:
     return Panel(
         title="Drive health on $host, worst first",
         description=(
-            "Last SMART verdict of every drive (verdict_code 2 fail, 1 warn, 0 ok), sorted "
+            "Last SMART verdict in the last day of every drive (verdict_code 2 fail, 1 warn, "
+            "0 ok), sorted "
             "worst first; the reasons name the counters behind it (docs/smart.md: The verdict)."
         ),
         kind="table",
@@ -37,6 +38,7 @@ def _health() -> Panel:
         sort_desc=True,
         verdict_mapping=True,
         repeat="host",
+        time_from=LAST_READ_RANGE,
     )
 
 
@@ -127,6 +129,7 @@ def overview() -> Dashboard:
         slug="diskprobe-overview",
         title="diskprobe: overview",
         description="Drive verdicts, volumes that fill, busiest disks, per host.",
-        variables=(Variable("host", AGENT.name), Variable("path", FS.name, ("host",))),
+        variables=(Variable("host", AGENT.name, offers_all=False),
+                   Variable("path", FS.name, ("host",))),
         panels=(_health(), _volumes(), _busiest(), _util(), _await()),
     )

@@ -184,7 +184,7 @@ def training() -> Dashboard:
             f"What training jobs waited on ({TRAINING.name}, written by the jobs themselves) "
             "beside the load of the devices under their data (diskprobe_io)."
         ),
-        variables=(Variable("host", TRAINING.name),
+        variables=(Variable("host", TRAINING.name, offers_all=False),
                    Variable("job", TRAINING.name, ("host",)),
                    Variable("device", TRAINING.name, ("host", "job"))),
         panels=(disk_bound_panel(), verdict_table()),

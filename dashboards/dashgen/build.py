@@ -6,6 +6,10 @@ from dashgen.model import Column, Target
 from dashgen.query import AUTO, Select
 from dashgen.refs import Field, Measurement, quote, same_unit
 
+# The range of the tables of every drive's last read (Panel.time_from): diskprobe reads each
+# drive every [smart] interval (30 min by default), so a day holds every live drive's last read.
+LAST_READ_RANGE = "1d"
+
 
 def agg(function: str, field: Field, alias: str = "") -> str:
     """`function("field") AS "alias"` (alias defaults to the field name)."""

@@ -9,6 +9,7 @@ default database); generate with --database to change it.
 from __future__ import annotations
 
 import uuid
+from dataclasses import replace
 from typing import Any
 
 from dashgen.model import Dashboard, Panel, Variable
@@ -44,7 +45,8 @@ def render_dashboard(board: Dashboard, flavor: Flavor) -> Json:
             "name": board.title,
             "organization": "default",
             "cells": cells,
-            "templates": [_template(board, v, flavor) for v in board.variables],
+            "templates": [_template(board, v, flavor) for v in board.variables
+                          if not v.points_where],
         },
     }
 
@@ -92,6 +94,8 @@ def _axis(unit: str, label: str = "") -> Json:
 
 
 def _cell(board: Dashboard, panel: Panel, flavor: Flavor, grid: Json) -> Json:
+    if panel.time_from:
+        flavor = replace(flavor, fixed_range=panel.time_from)
     queries = []
     for target in panel.targets:
         text = render(target.select, flavor)

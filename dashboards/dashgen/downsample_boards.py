@@ -93,7 +93,8 @@ def history() -> Dashboard:
         title="diskprobe history (a year, downsampled)",
         description=f"Reads the downsampled retention policy {LONG_RP}: "
                     "dashboards/downsampling/influxdb-1x.iql creates it.",
-        variables=(Variable("host", SMART.name), Variable("serial", SMART.name, ("host",)),
+        variables=(Variable("host", SMART.name, offers_all=False),
+                   Variable("serial", SMART.name, ("host",)),
                    Variable("device", IO.name, ("host",))),
         panels=(_verdicts(), _defects(), _util(), _fail_slow(), _volumes()),
         time_from="now-365d",

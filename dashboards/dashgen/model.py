@@ -52,6 +52,10 @@ class Panel:
     chronograf_cells: tuple[Panel, ...] = ()
     # Grafana: a dashed red line across the graph at this value (a limit of diskprobe's own).
     threshold: float | None = None
+    # A relative range of its own ("1d"), whatever the board's: Grafana's panel timeFrom,
+    # Chronograf's `now() - 1d`. The "now" tables read a day, not the board's week: the last
+    # read is at most [smart] interval old, and a week of every drive's reads is 7x the points.
+    time_from: str = ""
 
     @property
     def unit(self) -> str:
@@ -68,7 +72,24 @@ class Variable:
     tag: str
     measurement: str
     depends_on: tuple[str, ...] = ()  # variables whose selection narrows this one's values
-    multi: bool = True  # Grafana: multi-select with "All"; False picks one value (one drive)
+    multi: bool = True  # Grafana: multi-select; False picks one value (one drive)
+    # Grafana: offer "All" (sent as the regex `.*`, not a list of every value) and open on it.
+    # Without it a board opens on the first value: a per-host board at 1,000 hosts opening on
+    # all of them reads millions of rows per panel (docs/fleet.md: Query times).
+    offers_all: bool = True
+    # Grafana only: values from the points matching this field condition (a raw SELECT of the
+    # tag and `points_field`; Grafana takes each row's first value), not from every series,
+    # under the name `name`, hidden. The fleet table lists only the drives at risk through it:
+    # one field read per drive instead of eleven (docs/fleet.md: Query times).
+    points_where: str = ""
+    points_field: str = ""
+    points_range: str = ""  # a relative range of its own ("1d"), else the board's
+    name: str = ""
+
+    @property
+    def variable(self) -> str:
+        """The dashboard variable's name: `name`, else the tag's."""
+        return self.name or self.tag
 
 
 @dataclass(frozen=True)

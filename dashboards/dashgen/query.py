@@ -23,6 +23,9 @@ class Select:
     source: Select | None = None  # a subquery
     where: tuple[str, ...] = ()  # further conditions, ANDed
     filters: tuple[str, ...] = ()  # tags filtered by the dashboard variable of that name
+    # Grafana only: (tag, variable) filters by a variable of another name (model.Variable
+    # .points_where); Chronograf has no such variable and shows every value.
+    grafana_filters: tuple[tuple[str, str], ...] = ()
     group_tags: tuple[str, ...] = ()
     group_time: str | None = None  # AUTO or a duration ("10s")
     fill: str | None = None  # with group_time: "none", "null", "0", "previous"
@@ -44,6 +47,7 @@ class Flavor:
     # the others are free-text regexes that default to ".*" (Chronograf has no "All").
     exact_vars: tuple[str, ...] = ("host",)
     window: str = ""  # kapacitor: how far back a subquery reads (Kapacitor times the outer one)
+    fixed_range: str = ""  # chronograf: a cell's own relative range (model.Panel.time_from)
 
 
 def grafana(retention_policy: str = "") -> Flavor:
@@ -73,6 +77,8 @@ def render(select: Select, flavor: Flavor, top: bool = True) -> str:
             quote(part) for part in (flavor.database, flavor.retention_policy, select.measurement)
         )
     conditions = _time_condition(select, flavor, top) + [_filter(t, flavor) for t in select.filters]
+    if flavor.name == "grafana":
+        conditions += [f"{quote(tag)} =~ /^${name}$/" for tag, name in select.grafana_filters]
     conditions += list(select.where)
     text = f"SELECT {select.columns} FROM {source}"
     if conditions:
@@ -97,6 +103,8 @@ def _time_condition(select: Select, flavor: Flavor, top: bool) -> list[str]:
     if flavor.name == "grafana":
         return ["$timeFilter"]
     if flavor.name == "chronograf":
+        if flavor.fixed_range:
+            return [f"time > now() - {flavor.fixed_range}"]
         return ["time > :dashboardTime: AND time < :upperDashboardTime:"]
     if top:
         return []  # Kapacitor ANDs `time >= start AND time < stop` onto the outer statement

@@ -69,10 +69,17 @@ def influx_pass(run: Run, work: Path, manifest: dict[str, object],
                 args: argparse.Namespace) -> None:
     files = sorted((work / "hosts").glob("*.lp.gz"))
     totals = report.totals(manifest)
-    with InfluxServer() as server:
-        server.create_database(DB)
-        run.ingests.append(ingest.send("InfluxDB 1.x /write", server.url, f"/write?db={DB}",
-                                       files, totals["lines"], totals["values"]))
+    ingested = work / "influxdb" / "ingested"
+    with InfluxServer(root=work / "influxdb" if args.keep else None) as server:
+        if args.reuse and ingested.exists():
+            print(f"reusing the database ingested earlier in {ingested.parent}", flush=True)
+        else:
+            server.create_database(DB)
+            run.ingests.append(ingest.send("InfluxDB 1.x /write", server.url,
+                                           f"/write?db={DB}", files, totals["lines"],
+                                           totals["values"]))
+            if args.keep:
+                ingested.write_text("", encoding="utf-8")
         stated, du = ingest.influx_disk(server.url, DB)
         run.disk["InfluxDB (TSM + WAL, diskBytes)"] = stated
         run.disk["InfluxDB (du of shard + WAL dirs)"] = du
@@ -134,8 +141,12 @@ def one_size(hosts: int, index: int, args: argparse.Namespace, base: Path) -> Ru
             "fs_days": args.fs_days[index], "seed": 1}
     started = time.monotonic()
     prometheus = hosts == args.prometheus_at or args.quick
-    manifest = fleet_sim.generate(hosts, work, plan, prometheus)
-    print(f"\n== N = {hosts}: generated in {time.monotonic() - started:.0f} s (not timed): "
+    if args.reuse and (work / "manifest.json").exists():
+        manifest = json.loads((work / "manifest.json").read_text(encoding="utf-8"))
+    else:
+        manifest = fleet_sim.generate(hosts, work, plan, prometheus)
+    how = "reused" if args.reuse else f"generated in {time.monotonic() - started:.0f} s"
+    print(f"\n== N = {hosts}: {how} (not timed): "
           f"{report.describe(manifest)}", flush=True)
     run = Run(hosts)
     influx_pass(run, work, manifest, args)
@@ -175,6 +186,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="skip the dashboard and alert queries (with --downsample)")
     parser.add_argument("--keep", action="store_true", help="keep the generated files")
     parser.add_argument("--workdir", type=Path, default=None)
+    parser.add_argument("--reuse", action="store_true",
+                        help="with --keep --workdir: reuse the files and the database a kept "
+                             "run left there (re-time the queries after a dashboard change)")
     parser.add_argument("--json", type=Path, default=None, help="write the figures here too")
     args = parser.parse_args(argv)
     if args.quick:

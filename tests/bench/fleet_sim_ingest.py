@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Iterator
 
 BATCH_LINES = 5000
+RETRIES = 3
 SENDERS = 2  # this machine has 2 cores: more senders only queue
 
 
@@ -63,17 +64,29 @@ def _send_files(base_url: str, path_query: str, files: list[Path]) -> int:
     try:
         for path in files:
             for body in batches(path):
-                connection.request("POST", path_query, body=body,
-                                   headers={"Content-Type": "text/plain"})
-                reply = connection.getresponse()
-                text = reply.read()
-                if reply.status not in (200, 204):
+                status, text = _post(connection, path_query, body)
+                if status not in (200, 204):
                     errors += 1
                     if errors <= 3:
-                        print(f"  ! {path.name}: HTTP {reply.status}: {text[:300]!r}")
+                        print(f"  ! {path.name}: HTTP {status}: {text[:300]!r}")
     finally:
         connection.close()
     return errors
+
+
+def _post(connection: http.client.HTTPConnection, path_query: str,
+          body: bytes) -> tuple[int, bytes]:
+    """POST one batch; a 5xx (InfluxDB's `{"error":"timeout"}` on a loaded machine) is sent
+    again, as Telegraf would: a write of the same points is idempotent. The retries are timed."""
+    for attempt in range(RETRIES + 1):
+        connection.request("POST", path_query, body=body, headers={"Content-Type": "text/plain"})
+        reply = connection.getresponse()
+        text = reply.read()
+        if reply.status < 500 or attempt == RETRIES:
+            break
+        print(f"  ~ HTTP {reply.status} ({text[:80]!r}): sent again", flush=True)
+        time.sleep(1.0 + attempt)
+    return reply.status, text
 
 
 def send(target: str, base_url: str, path_query: str, files: list[Path], lines: int,

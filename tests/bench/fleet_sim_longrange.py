@@ -7,8 +7,9 @@ queries, repeats)` runs them with the database renamed, except that:
 
 - ALTER RETENTION POLICY is skipped: shortening "autogen" would drop the back-filled year;
 - a CREATE CONTINUOUS QUERY is run as its SELECT ... INTO body over the whole back-filled
-  range, 30 days at a time (continuous queries only compute windows of the wall clock from
-  their creation on), which is how history is downsampled by hand;
+  range, 30 days at a time for the daily SMART series and a day at a time for the others
+  (continuous queries only compute windows of the wall clock from their creation on), which
+  is how history is downsampled by hand;
 
 and returns one timed entry per statement (one run each) followed by the given queries, each
 run warm like the dashboards' (fleet_sim_queries.run_timed). `default_queries` are the fleet
@@ -29,7 +30,9 @@ from influxdb_server import InfluxServer
 DOWNSAMPLED_RP = "diskprobe_1y"
 RANGES = (("30 days", 30 * 86400), ("1 year", 365 * 86400))
 BACK_DAYS = 370  # the back-filled range downsampled: a year and a bit
-CHUNK_DAYS = 30
+CHUNK_DAYS = 30  # SMART: a read a day before the last day
+DENSE_CHUNK_DAYS = 1  # filesystems (hourly), I/O (10 s): 30 days of filesystems at 100 hosts
+#                       did not finish in one 120 s piece
 _BODY = re.compile(r'CREATE CONTINUOUS QUERY "([^"]+)" ON "[^"]+" .*?BEGIN (.*) END$')
 
 
@@ -51,8 +54,8 @@ def with_window(body: str, start_ns: int, stop_ns: int) -> str:
 
 def apply(server: InfluxServer, db: str, statement: str, anchor_ns: int) -> Query:
     """Run one statement; a continuous query's body over the back-filled range in CHUNK_DAYS
-    pieces (one SELECT ... INTO over a year of every host runs into the HTTP timeout). The
-    entry's time is the sum of the pieces', its rows the points written."""
+    or DENSE_CHUNK_DAYS pieces (one SELECT ... INTO over a year of every host runs into the
+    HTTP timeout). The entry's time is the sum of the pieces', its rows the points written."""
     text = statement.replace('"telegraf"', f'"{db}"')
     match = _BODY.match(text)
     query = Query(f"downsample: {match.group(1) if match else text[:60]}", text, True)
@@ -61,8 +64,10 @@ def apply(server: InfluxServer, db: str, statement: str, anchor_ns: int) -> Quer
         return query
     day = 86400 * 10**9
     start = anchor_ns - BACK_DAYS * day
-    pieces = ([with_window(match.group(2), t, min(t + CHUNK_DAYS * day, anchor_ns + 10**9))
-               for t in range(start, anchor_ns + 10**9, CHUNK_DAYS * day)] if match else [text])
+    smart = match is not None and '"diskprobe_smart' in match.group(2)
+    step = (CHUNK_DAYS if smart else DENSE_CHUNK_DAYS) * day
+    pieces = ([with_window(match.group(2), t, min(t + step, anchor_ns + 10**9))
+               for t in range(start, anchor_ns + 10**9, step)] if match else [text])
     spent = 0.0
     try:
         for piece in pieces:

@@ -68,27 +68,33 @@ def grafana_queries(server: InfluxServer, db: str, anchor_ns: int, boards: str =
         board = ev.generated("grafana", path.name)
         seconds = seconds_override or ev.relative_seconds(board["time"]["from"])
         variables: dict[str, list[str]] = {"rp": [rp]}
-        window = (f"time >= {(anchor_ns // 10**6) - seconds * 1000}ms and "
-                  f"time <= {anchor_ns // 10**6}ms")
         for template in board.get("templating", {}).get("list", []):
             if template.get("type") != "query" or template["name"] == "rp":
                 continue  # the retention policy stays `rp`, whatever the board offers
             text = ev.grafana_expand(template["query"], seconds, variables)
+            text = text.replace("now()", f"{anchor_ns // 10**6}ms")  # the simulation's now
             query = Query(f"grafana/{path.stem}: variable ${template['name']}", text, True)
             out.append(query)
             values = ev.tag_values(server, db, text)
             wanted = (prefer or {}).get(template["name"], "")
-            if template.get("includeAll"):
-                variables[template["name"]] = values or ["none"]
+            if template.get("includeAll"):  # Grafana opens on "All", sent as its allValue
+                if "allValue" in template:
+                    assert template["allValue"] == ev.ALL_VALUE, template["name"]
+                    variables[template["name"]] = [ev.ALL]
+                else:  # a hidden list of a few values (the drives at risk), sent as a regex
+                    variables[template["name"]] = values or ["none"]
             else:  # Grafana's default is the first; a drive with a history is more telling
                 chosen = [wanted] if wanted in values else values[:1]
                 variables[template["name"]] = chosen or ["none"]
         for panel in board["panels"]:
+            own = ev.panel_seconds(panel, seconds_override or seconds)  # its own range first
+            window = (f"time >= {(anchor_ns // 10**6) - own * 1000}ms and "
+                      f"time <= {anchor_ns // 10**6}ms")
             for target in panel.get("targets", []):
                 raw = target["query"].replace("$timeFilter", window)
                 if rp != RP and "$rp" not in raw:
                     raw = re.sub(r'FROM "(diskprobe_[a-z_]+)"', rf'FROM "{rp}"."\1"', raw)
-                text = ev.grafana_expand(raw, seconds, variables)
+                text = ev.grafana_expand(raw, own, variables)
                 name = f"grafana/{path.stem}: {panel['title']} [{target.get('refId', '')}]"
                 out.append(Query(name, text, '"host" =~' in text))
     return out
@@ -108,6 +114,7 @@ def chronograf_queries(db: str, anchor_ns: int, host: str) -> list[Query]:
                 raw = query["query"].replace('"telegraf".', f'"{db}".')
                 raw = raw.replace(":upperDashboardTime:", f"'{rfc3339(anchor_ns)}'")
                 raw = raw.replace(":dashboardTime:", f"'{rfc3339(anchor_ns - seconds * 10**9)}'")
+                raw = raw.replace("now()", f"'{rfc3339(anchor_ns)}'")  # a cell's own range
                 text = ev.chronograf_expand(raw, seconds, values)
                 out.append(Query(f"chronograf/{path.stem}: {cell['name']} #{number}", text,
                                  False))
