@@ -31,12 +31,12 @@ from influxdb_server import InfluxServer
 PLAN = {"fast_minutes": 3, "smart_days": 3, "fs_days": 2, "seed": 1}
 # Measurements the simulation does not write (no training jobs, no GPUs): their panels and
 # alerts have nothing to return.
-NOT_SIMULATED = ("diskprobe_training", "nvidia_smi")
+NOT_SIMULATED = ("nvidia_smi",)
 # Queries that find nothing by design: no saturated disk, no grown defects (no SCSI drive
-# fails in the simulation), no fail-slow device on the Chronograf cell's host, and the
-# training board, whose variables all come from diskprobe_training.
+# fails in the simulation), no fail-slow device on the Chronograf cell's host, and no
+# training job bound by its disk.
 EMPTY_BY_DESIGN = ("io-saturated", "grown-defects-per-day",
-                   "chronograf/diskprobe-fleet: Fail-slow devices", "grafana/diskprobe-training")
+                   "chronograf/diskprobe-fleet: Fail-slow devices", "training-disk-bound")
 
 
 @pytest.fixture(scope="module")

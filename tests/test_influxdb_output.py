@@ -238,9 +238,12 @@ def test_outage_and_kill9_lose_nothing_and_duplicate_nothing(
 ) -> None:
     spool = tmp_path / "spool"
     (tmp_path / "token").write_text(TOKEN + "\n")
+    # send_jitter 0: each batch is sent at once, so each outage of a few seconds meets a failed
+    # write (the W! line asserted below); with the default 5 s, a send could wait out a whole
+    # outage (seen under CI). The jittered sends: tests/test_output_pacing.py.
     (tmp_path / "diskprobe.toml").write_text(
         f'state_file = "{tmp_path / "state.json"}"\n[smart]\nenabled = false\n'
-        f'[output]\nspool_dir = "{spool}"\ntimeout = "2s"\n'
+        f'[output]\nspool_dir = "{spool}"\ntimeout = "2s"\nsend_jitter = "0s"\n'
     )
     command = [
         str(Path(sys.executable).with_name("diskprobe")),

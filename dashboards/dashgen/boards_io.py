@@ -153,8 +153,8 @@ def _container_io() -> Panel:
     return _panel(
         "I/O per container, pod or service",
         "Bytes read and written per second by each cgroup's own processes on each device "
-        f"({CGROUP_IO.name}), with its pod_uid, container_id or systemd unit. Added up, the "
-        "points add up to the host total; cgroups without I/O send none.",
+        f"({CGROUP_IO.name}), with its pod_uid, container_id or systemd unit. Added up, they "
+        "give the host total; cgroups without I/O send none.",
         series(CGROUP_IO, "mean", ((read, "read"), (write, "write")), (*CONTAINER, "device"),
                ("host",), legend=CONTAINER_DEVICE_LEGEND),
         width=8,

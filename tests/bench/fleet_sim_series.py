@@ -158,6 +158,31 @@ def fast_points(host: Host, anchor_s: int, minutes: int, rng: random.Random) -> 
     return out
 
 
+TRAINING_WINDOW_S = 20  # the meter's 50 steps at about 0.4 s a step
+RANKS = 8  # one per GPU, each reading from its own NVMe drive
+
+
+def training_points(host: Host, anchor_s: int, minutes: int, rng: random.Random) -> list[Metric]:
+    """A training node's job, as diskprobe.integrations writes it: one point per rank and
+    window, compute-bound (the loaders keep up), so the disk-bound alert stays quiet."""
+    if host.profile != "train" or host.gone_s:
+        return []
+    out = []
+    for when in range(anchor_s - minutes * 60 + TRAINING_WINDOW_S, anchor_s + 1,
+                      TRAINING_WINDOW_S):
+        for rank in range(RANKS):
+            tags = {"host": host.name, "job": f"llm-{host.index:05d}", "rank": str(rank),
+                    "pod": f"{host.name}-worker", "device": f"nvme{rank}n1"}
+            out.append(Metric("diskprobe_training", tags, {
+                "steps": 50, "step_time_sec": rng.uniform(0.35, 0.45),
+                "input_wait_ratio": rng.uniform(0.01, 0.15),
+                "checkpoint_ratio": rng.uniform(0.0, 0.05), "bottleneck": "compute",
+                "mount_point": "/data", "device_util_percent": rng.uniform(10.0, 60.0),
+                "device_read_await_ms": rng.uniform(0.1, 1.0), "pid": 2000 + rank},
+                when * SEC))
+    return out
+
+
 def host_points(host: Host, goldens: dict[int, Golden], failing: dict[str, Golden],
                 anchor_s: int, plan: dict[str, int]) -> list[Metric]:
     """Everything `host` wrote: plan = {"smart_days", "fs_days", "fast_minutes", "seed"}."""
@@ -172,6 +197,7 @@ def host_points(host: Host, goldens: dict[int, Golden], failing: dict[str, Golde
     hourly = range(anchor_s - plan["fs_days"] * 86400, anchor_s - window_s, 3600)
     out += fs_points(host, iter(hourly), anchor_s, rng)
     out += fast_points(host, anchor_s, plan["fast_minutes"], rng)
+    out += training_points(host, anchor_s, plan["fast_minutes"], rng)
     return out
 
 
