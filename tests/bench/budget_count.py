@@ -180,9 +180,11 @@ class Tally:
     collisions: int = 0  # points of one batch with the same series key and timestamp
     total_lines: int = 0  # every line of every batch counted, before the recipe
     total_bytes: int = 0
-    # cgroup_io points whose every rate is under 0.001/s: a cgroup with no I/O of its own
-    # reported for the float residue of its subtree's rates minus its children's. Tag values
-    # are counted without them, and `real_seen` holds the series that had another point.
+    # cgroup_io points whose every rate is under 0.001/s: a cgroup with no I/O of its own,
+    # reported for the float residue of its subtree's rates minus its children's before
+    # cgroup_io subtracted whole counter deltas (none since; still counted apart, to show it).
+    # Tag values are counted without them, and `real_seen` holds the series that had another
+    # point.
     residues: int = 0
     values_seen: dict[str, dict[str, int]] = field(default_factory=dict)  # tag -> value -> batch
 
