@@ -19,7 +19,7 @@ from typing import Any, Iterable
 
 from diskprobe.metric import Metric
 from diskprobe.serializers.influx import InfluxSerializer
-from victoria_server import VM_BINARY, VictoriaMetrics
+from victoria_server import VictoriaMetrics
 
 from ports import free_port
 
@@ -34,27 +34,8 @@ class Store(VictoriaMetrics):
 
     def __init__(self, root: Path, retention: str) -> None:
         root.mkdir(parents=True, exist_ok=True)
-        super().__init__(root)
-        self.retention = retention
-
-    def start(self) -> None:
-        log = open(self.root / "vm.log", "ab")  # noqa: SIM115
-        self.process = subprocess.Popen(
-            [VM_BINARY, f"-httpListenAddr=127.0.0.1:{self.port}",
-             f"-storageDataPath={self.root / 'data'}", f"-retentionPeriod={self.retention}",
-             "-search.disableCache"],
-            stdout=log, stderr=log,
-        )  # fmt: skip
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            try:
-                with urllib.request.urlopen(self.url + "/health", timeout=1) as reply:
-                    if reply.read() == b"OK":
-                        return
-            except OSError:
-                time.sleep(0.1)
-        log_text = (self.root / "vm.log").read_text()
-        raise AssertionError("victoria-metrics did not start: " + log_text)
+        # No result cache: the tests query again right after writing.
+        super().__init__(root, retention, ("-search.disableCache",))
 
     def write(self, metrics: Iterable[Metric], batch: int = 20_000) -> int:
         """diskprobe's own line protocol, as its InfluxDB output sends it; returns bytes sent."""

@@ -17,16 +17,19 @@ VM_BINARY = shutil.which("victoria-metrics") or "/usr/bin/victoria-metrics"
 
 
 class VictoriaMetrics:
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, retention: str = "100y",
+                 flags: tuple[str, ...] = ()) -> None:
         self.root, self.port = root, free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.process: subprocess.Popen[bytes] | None = None
+        self.retention, self.flags = retention, flags
 
     def start(self) -> None:
         log = open(self.root / "vm.log", "ab")  # noqa: SIM115
         self.process = subprocess.Popen(
             [VM_BINARY, f"-httpListenAddr=127.0.0.1:{self.port}",
-             f"-storageDataPath={self.root / 'data'}", "-retentionPeriod=100y"],
+             f"-storageDataPath={self.root / 'data'}", f"-retentionPeriod={self.retention}",
+             *self.flags],
             stdout=log, stderr=log,
         )  # fmt: skip
         deadline = time.monotonic() + 30
