@@ -98,10 +98,15 @@ def _batch(number: int) -> bytes:
     return line * (BATCH_BYTES // len(line))
 
 
+def _settings(tmp_path: Path, **config: object) -> OutputConfig:
+    """The output both sides of an outage use: the same spool."""
+    return OutputConfig(kind="influxdb", url="http://x", bucket="b",
+                        spool_dir=str(tmp_path / "spool"), **config)  # type: ignore[arg-type]  # fmt: skip
+
+
 def _spooled_output(tmp_path: Path, recorder: Recorder, batches: int, **config: object) -> None:
     """An outage's backlog: `batches` batches left in the spool by a closed output."""
-    settings = OutputConfig(kind="influxdb", url="http://x", bucket="b",
-                            spool_dir=str(tmp_path / "spool"), **config)  # type: ignore[arg-type]  # fmt: skip
+    settings = _settings(tmp_path, **config)
     down = InfluxDBOutput(settings, Logger(io.StringIO()), env={}, send=recorder.send,
                           start=False)  # fmt: skip
     for number in range(batches):
@@ -110,8 +115,7 @@ def _spooled_output(tmp_path: Path, recorder: Recorder, batches: int, **config: 
 
 
 def _drain(tmp_path: Path, recorder: Recorder, **config: object) -> InfluxDBOutput:
-    settings = OutputConfig(kind="influxdb", url="http://x", bucket="b",
-                            spool_dir=str(tmp_path / "spool"), **config)  # type: ignore[arg-type]  # fmt: skip
+    settings = _settings(tmp_path, **config)
     output = InfluxDBOutput(settings, Logger(io.StringIO()), env={}, send=recorder.send,
                             draw=recorder.draw)  # fmt: skip
     output.write(_batch(999).decode())  # the first collection after the outage wakes it
