@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from bench_io import sd_name  # the kernel's sda..sdz, sdaa.. names
+
 MB = 1 << 20
 
 
@@ -95,16 +97,6 @@ class Profile:
     tools: tuple[Tool, ...] = ()
     pods: PodMix = field(default_factory=PodMix)
     services: tuple[str, ...] = ()  # system.slice units with a cgroup and no task listed
-
-
-def sd_name(index: int) -> str:
-    """sda ... sdz, sdaa ... (the kernel's naming)."""
-    letters = ""
-    index += 1
-    while index:
-        index, rest = divmod(index - 1, 26)
-        letters = chr(ord("a") + rest) + letters
-    return "sd" + letters
 
 
 def sd_devno(index: int) -> tuple[int, int]:

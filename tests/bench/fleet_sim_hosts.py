@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from bench_io import sd_name  # the kernel's sda..sdz, sdaa.. names
 from fleet_sim_drives import HDD_FAILURES, NVME_FAILURES, Failure, load_golden
 
 from diskprobe.compute.cgroup_tags import cgroup_tags
@@ -33,16 +34,6 @@ HDDS_PER_STORAGE_NODE = 60
 NVMES_PER_TRAINING_NODE = 8
 TRAINING_PODS = 50  # [cgroup_io] max_cgroups is 50: the busiest 50 of ~60 pods
 POD_VOLUMES = 20
-
-
-def sd_name(index: int) -> str:
-    """sda ... sdz, sdaa ... (the kernel's naming)."""
-    letters = ""
-    index += 1
-    while index:
-        index, rest = divmod(index - 1, 26)
-        letters = chr(ord("a") + rest) + letters
-    return "sd" + letters
 
 
 @dataclass
