@@ -104,9 +104,9 @@ def _settings(tmp_path: Path, **config: object) -> OutputConfig:
                         spool_dir=str(tmp_path / "spool"), **config)  # type: ignore[arg-type]  # fmt: skip
 
 
-def _spooled_output(tmp_path: Path, recorder: Recorder, batches: int, **config: object) -> None:
+def _spooled_output(tmp_path: Path, recorder: Recorder, batches: int) -> None:
     """An outage's backlog: `batches` batches left in the spool by a closed output."""
-    settings = _settings(tmp_path, **config)
+    settings = _settings(tmp_path)
     down = InfluxDBOutput(settings, Logger(io.StringIO()), env={}, send=recorder.send,
                           start=False)  # fmt: skip
     for number in range(batches):
@@ -125,13 +125,18 @@ def _drain(tmp_path: Path, recorder: Recorder, **config: object) -> InfluxDBOutp
     return output
 
 
+def _after_an_outage(tmp_path: Path, batches: int, **config: object) -> Recorder:
+    """What an output sent: `batches` left in its spool by an outage, then drained and closed."""
+    recorder = Recorder()
+    _spooled_output(tmp_path, recorder, batches)
+    _drain(tmp_path, recorder, **config).close()
+    return recorder
+
+
 def test_a_backlog_drains_in_paced_requests_with_a_pause_after_each(
     tmp_path: Path,
 ) -> None:
-    recorder = Recorder()
-    _spooled_output(tmp_path, recorder, 40)
-    output = _drain(tmp_path, recorder, drain_speedup=4.0, send_jitter=2.0)
-    output.close()
+    recorder = _after_an_outage(tmp_path, 40, drain_speedup=4.0, send_jitter=2.0)
     sent = b"".join(recorder.bodies)
     assert sent == b"".join(_batch(n) for n in [*range(40), 999])  # all, in order, once
     # one write since start tells no rate yet: MIN_DRAIN_RATE, 4,096 bytes a request
@@ -147,10 +152,7 @@ def test_a_backlog_drains_in_paced_requests_with_a_pause_after_each(
 def test_drain_speedup_0_sends_the_backlog_as_fast_as_the_server_takes_it(
     tmp_path: Path,
 ) -> None:
-    recorder = Recorder()
-    _spooled_output(tmp_path, recorder, 40)
-    output = _drain(tmp_path, recorder, drain_speedup=0.0, send_jitter=0.0)
-    output.close()
+    recorder = _after_an_outage(tmp_path, 40, drain_speedup=0.0, send_jitter=0.0)
     assert len(recorder.bodies) == 1 and recorder.bodies[0].count(b"\n") > 40
     assert DRAIN_JITTER not in recorder.draws
 
