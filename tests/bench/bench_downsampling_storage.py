@@ -105,12 +105,27 @@ def settled(root: Path, wait_s: float) -> dict[str, int]:
     return previous
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def hours_to_fill(description: str, argv: list[str] | None) -> float:
+    """The storage benchmarks' one option: --hours of one host to back-fill (--quick: one)."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--hours", type=float, default=24.0)
     parser.add_argument("--quick", action="store_true", help="one hour")
     args = parser.parse_args(argv)
-    hours = 1.0 if args.quick else args.hours
+    return 1.0 if args.quick else float(args.hours)
+
+
+def print_per_host(raw_day: float, low_day: float, raw_days: int, setup: str) -> None:
+    """Bytes a host stores a day raw and downsampled, and a year: raw only, or as `setup`
+    keeps it (raw for `raw_days`, downsampled for a year)."""
+    print(f"per host per day: raw {raw_day / 1e6:.3f} MB, downsampled {low_day / 1e6:.3f} MB "
+          f"({raw_day / max(low_day, 1):.0f}x smaller)")
+    print(f"per host per year: raw kept a year {raw_day * 365 / 1e9:.3f} GB; {setup} "
+          f"({raw_days} d raw + 365 d downsampled) "
+          f"{(raw_day * raw_days + low_day * 365) / 1e9:.3f} GB")
+
+
+def main(argv: list[str] | None = None) -> int:
+    hours = hours_to_fill(__doc__.splitlines()[0], argv)
     influxd = find_influxd()
     if influxd is None:
         print("influxd not found", file=sys.stderr)
@@ -146,11 +161,7 @@ def _report(hours: float, lines: int, sizes: dict[str, int]) -> None:
           f" {lines} raw lines")
     print(f"on disk after compaction: raw ({downsample.RAW_RP}) {raw / 1e6:.2f} MB, "
           f"downsampled ({downsample.LONG_RP}) {low / 1e6:.3f} MB")
-    print(f"per host per day: raw {raw * per_day / 1e6:.2f} MB, downsampled "
-          f"{low * per_day / 1e6:.3f} MB ({raw / max(low, 1):.0f}x smaller)")
-    print(f"per host per year: raw kept a year {raw * per_day * 365 / 1e9:.2f} GB; shipped setup "
-          f"({raw_days} d raw + 365 d downsampled) "
-          f"{(raw * per_day * raw_days + low * per_day * 365) / 1e9:.3f} GB")
+    print_per_host(raw * per_day, low * per_day, raw_days, "shipped setup")
 
 
 if __name__ == "__main__":

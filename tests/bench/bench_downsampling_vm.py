@@ -17,7 +17,6 @@ fixed overhead), extrapolated to a year.
 
 from __future__ import annotations
 
-import argparse
 import sys
 import tempfile
 import time
@@ -27,7 +26,12 @@ from pathlib import Path
 TESTS = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(TESTS), str(TESTS.parent / "dashboards")]
 
-from bench.bench_downsampling_storage import HOST, host_lines  # noqa: E402
+from bench.bench_downsampling_storage import (  # noqa: E402
+    HOST,
+    host_lines,
+    hours_to_fill,
+    print_per_host,
+)
 from prometheus_rules_vm import RULES, Store, replay  # noqa: E402
 
 RAW_DAYS, RECORDING = 15, RULES / "diskprobe-recording-influx.yaml"
@@ -88,19 +92,11 @@ def report(hours: float, m: dict[str, float]) -> None:
           f"{m['replay_s']:.1f} s")
     print(f"on disk after force_merge, less an empty store ({m['empty'] / 1e3:.0f} kB): "
           f"raw {m['raw'] / 1e6:.3f} MB, downsampled {m['low'] / 1e6:.3f} MB")
-    print(f"per host per day: raw {raw_day / 1e6:.3f} MB, downsampled {low_day / 1e6:.3f} MB "
-          f"({raw_day / max(low_day, 1):.0f}x smaller)")
-    print(f"per host per year: raw kept a year {raw_day * 365 / 1e9:.3f} GB; two stores "
-          f"({RAW_DAYS} d raw + 365 d downsampled) "
-          f"{(raw_day * RAW_DAYS + low_day * 365) / 1e9:.3f} GB")
+    print_per_host(raw_day, low_day, RAW_DAYS, "two stores")
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--hours", type=float, default=24.0)
-    parser.add_argument("--quick", action="store_true", help="one hour")
-    args = parser.parse_args(argv)
-    hours = 1.0 if args.quick else args.hours
+    hours = hours_to_fill(__doc__.splitlines()[0], argv)
     with tempfile.TemporaryDirectory(prefix="bench-vm-") as tmp:
         report(hours, measure(Path(tmp), hours))
     return 0
