@@ -25,6 +25,7 @@ from pathlib import Path
 from budget_disks import SERVICE_MS, HostCounters, diskstats_line
 from budget_pods import PodPlanner
 from fleet_profiles import Disk, Mount, Profile, Task
+from soak_node import write_whole
 
 STEP_SEC = 10.0  # one simulated interval: the default agent interval
 TICKS = 100  # USER_HZ
@@ -157,11 +158,12 @@ class SyntheticHost:
         rest[0], rest[1], rest[2] = "S", "1", str(proc.pid)
         rest[19], rest[39] = str(proc.started), str(int(proc.blkio))
         stat = f"{proc.pid} ({proc.task.name}) " + " ".join(rest) + "\n"
-        self.write(self.proc / str(proc.pid) / "stat", stat)
+        write_whole(self.proc / str(proc.pid) / "stat", stat)
         read, write = int(proc.read), int(proc.write)
-        self.write(self.proc / str(proc.pid) / "io",
-                   f"rchar: {read + 4096}\nwchar: {write}\nsyscr: 9\nsyscw: 3\nread_bytes: {read}\n"
-                   f"write_bytes: {write}\ncancelled_write_bytes: 0\n")  # fmt: skip
+        write_whole(self.proc / str(proc.pid) / "io",
+                    f"rchar: {read + 4096}\nwchar: {write}\nsyscr: 9\nsyscw: 3\n"
+                    f"read_bytes: {read}\nwrite_bytes: {write}\n"
+                    "cancelled_write_bytes: 0\n")  # fmt: skip
 
     def reap(self, proc: Proc) -> None:
         shutil.rmtree(self.proc / str(proc.pid))
@@ -200,7 +202,7 @@ class SyntheticHost:
             self._mountinfo = text
             for mount in self.mounts:  # statfs answers for every mount point
                 (self.prefix / mount.path.lstrip("/")).mkdir(parents=True, exist_ok=True)
-            self.write(self.proc / "1" / "mountinfo", text)
+            write_whole(self.proc / "1" / "mountinfo", text)
 
     # -- one interval -----------------------------------------------------------------------
 
@@ -256,10 +258,10 @@ class SyntheticHost:
         self._write_cgroups()
         some = min(99.0, 2.0 * level * math.exp(gauss(0, spread)))
         total = int(self.step_index * STEP_SEC * some * 1e4)
-        self.write(self.proc / "pressure" / "io",
-                   f"some avg10={some:.2f} avg60={some:.2f} avg300={some:.2f} total={total}\n"
-                   f"full avg10={some / 2:.2f} avg60={some / 2:.2f} avg300={some / 2:.2f} "
-                   f"total={total // 2}\n")  # fmt: skip
+        write_whole(self.proc / "pressure" / "io",
+                    f"some avg10={some:.2f} avg60={some:.2f} avg300={some:.2f} total={total}\n"
+                    f"full avg10={some / 2:.2f} avg60={some / 2:.2f} avg300={some / 2:.2f} "
+                    f"total={total // 2}\n")  # fmt: skip
 
     def _name(self, devno: tuple[int, int]) -> str:
         return next((name for name, number in self.disks.items() if number == devno), "sd")
@@ -277,7 +279,7 @@ class SyntheticHost:
                                              [v * share for v in row]))  # fmt: skip
         for index in range(4):  # snaps: loop devices, excluded by default
             lines.append(diskstats_line(7, index, f"loop{index}", [1.0] * 7))
-        self.write(self.proc / "diskstats", "".join(lines))
+        write_whole(self.proc / "diskstats", "".join(lines))
 
     def _write_cgroups(self) -> None:
         subtree: dict[str, dict[tuple[int, int], list[float]]] = {}
@@ -295,15 +297,7 @@ class SyntheticHost:
                            for (ma, mi), r in sorted(rows.items()))  # fmt: skip
             if self.cgroup_text.get(path) != text and (self.sys / "fs" / "cgroup" / path).is_dir():
                 self.cgroup_text[path] = text
-                self.write(self.sys / "fs" / "cgroup" / path / "io.stat", text)
-                self.write(self.sys / "fs" / "cgroup" / path / "io.pressure",
-                           "some avg10=0.50 avg60=0.40 avg300=0.30 total=1000\n"
-                           "full avg10=0.20 avg60=0.10 avg300=0.10 total=500\n")  # fmt: skip
-
-    @staticmethod
-    def write(path: Path, text: str) -> None:
-        # Whole files only: diskprobe may read at any moment.
-        path.parent.mkdir(parents=True, exist_ok=True)
-        temp = path.with_name(path.name + ".tmp")
-        temp.write_text(text)
-        os.replace(temp, path)
+                write_whole(self.sys / "fs" / "cgroup" / path / "io.stat", text)
+                write_whole(self.sys / "fs" / "cgroup" / path / "io.pressure",
+                            "some avg10=0.50 avg60=0.40 avg300=0.30 total=1000\n"
+                            "full avg10=0.20 avg60=0.10 avg300=0.10 total=500\n")  # fmt: skip

@@ -25,6 +25,14 @@ def _stat_line(pid: int, name: str, ticks: int) -> str:
     return f"{pid} ({name}) " + " ".join(rest) + "\n"
 
 
+def write_whole(path: Path, text: str) -> None:
+    """Write a file of a simulated /proc or /sys tree whole (a temp file, then a rename):
+    diskprobe may read it at any moment."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temp = path.with_name(path.name + ".tmp")
+    temp.write_text(text)
+    os.replace(temp, path)
+
 class SoakNode:
     """The fake host; `pids` are real (sleeping) processes the caller owns, named here."""
 
@@ -84,9 +92,9 @@ class SoakNode:
             counters = [r, 1, r * 8, r // 2, w, 2, w * 8, w, 1, step * 3, step * 4,
                         0, 0, 0, 0, step, step]  # fmt: skip
             lines.append(f"{major:4d} {minor:7d} {name} " + " ".join(map(str, counters)))
-        self._write(self.proc / "diskstats", "\n".join(lines) + "\n")
+        write_whole(self.proc / "diskstats", "\n".join(lines) + "\n")
         total = step * 1000
-        self._write(self.proc / "pressure" / "io",
+        write_whole(self.proc / "pressure" / "io",
                     f"some avg10=1.00 avg60=0.50 avg300=0.10 total={total}\n"
                     f"full avg10=0.50 avg60=0.20 avg300=0.05 total={total // 2}\n")  # fmt: skip
         self._write_mounts()
@@ -106,8 +114,8 @@ class SoakNode:
             os.rmdir(old)  # gone: a failing statfs before it leaves mountinfo, as in life
         self._mounts = mounts
         text = "\n".join(lines) + "\n"
-        self._write(self.proc / "1" / "mountinfo", text)
-        self._write(self.proc / "self" / "mountinfo", text)
+        write_whole(self.proc / "1" / "mountinfo", text)
+        write_whole(self.proc / "self" / "mountinfo", text)
 
     def _write_processes(self, step: int) -> None:
         for pid in set(self._pid_names) - set(self.pids):
@@ -127,7 +135,7 @@ class SoakNode:
             written = step * (4 << 20) * (1 + pid % 3)  # MiB/s, above min_bytes_per_sec
             io = (f"rchar: 1\nwchar: 1\nsyscr: 1\nsyscw: 1\nread_bytes: {written // 2}\n"
                   f"write_bytes: {written}\ncancelled_write_bytes: 0\n")  # fmt: skip
-            self._write(directory / "io", io)
+            write_whole(directory / "io", io)
 
     def _write_cgroups(self, step: int) -> None:
         root = self.sys / "fs" / "cgroup"
@@ -139,14 +147,6 @@ class SoakNode:
         for i, name in enumerate(names):
             (root / name).mkdir(parents=True, exist_ok=True)
             rb, wb = step * 4096 * (i + 1), step * 8192 * (i + 1)
-            self._write(root / name / "io.stat",
+            write_whole(root / name / "io.stat",
                         f"8:0 rbytes={rb} wbytes={wb} rios={step} wios={step} dbytes=0 dios=0\n")
         self._cgroups = names
-
-    @staticmethod
-    def _write(path: Path, text: str) -> None:
-        # Whole files only: diskprobe may read at any moment.
-        path.parent.mkdir(parents=True, exist_ok=True)
-        temp = path.with_name(path.name + ".tmp")
-        temp.write_text(text)
-        os.replace(temp, path)
