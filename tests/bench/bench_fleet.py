@@ -141,11 +141,12 @@ def one_size(hosts: int, index: int, args: argparse.Namespace, base: Path) -> Ru
             "fs_days": args.fs_days[index], "seed": 1}
     started = time.monotonic()
     prometheus = hosts == args.prometheus_at or args.quick
-    if args.reuse and (work / "manifest.json").exists():
+    reused = args.reuse and (work / "manifest.json").exists()
+    if reused:
         manifest = json.loads((work / "manifest.json").read_text(encoding="utf-8"))
     else:
         manifest = fleet_sim.generate(hosts, work, plan, prometheus)
-    how = "reused" if args.reuse else f"generated in {time.monotonic() - started:.0f} s"
+    how = "reused" if reused else f"generated in {time.monotonic() - started:.0f} s"
     print(f"\n== N = {hosts}: {how} (not timed): "
           f"{report.describe(manifest)}", flush=True)
     run = Run(hosts)
