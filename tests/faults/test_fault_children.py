@@ -62,11 +62,17 @@ def pids(root: Path, role: str) -> list[int]:
     return [int(line.split()[1]) for line in lines if line.startswith(role + " ")]
 
 
-def alive(pid: int) -> bool:
-    """Running and not a zombie (a zombie has let go of everything)."""
+def alive(pid: int, root: Path) -> bool:
+    """The fake's process `pid` for `root` is running and not a zombie (a zombie has let go of
+    everything). With pid_max at 32768 a noted pid that ended may already be another test's
+    process (seen under CI: the strays cleanup SIGKILLed a test_process_io child): it counts
+    only while its FAKE_SMARTCTL_DIR, inherited by everything the fake forks, is `root`."""
     try:
         with open(f"/proc/{pid}/stat") as handle:
-            return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
+            if handle.read().rsplit(")", 1)[1].split()[0] == "Z":
+                return False
+        with open(f"/proc/{pid}/environ", "rb") as handle:
+            return f"FAKE_SMARTCTL_DIR={root}".encode() in handle.read().split(b"\0")
     except OSError:
         return False
 
@@ -78,7 +84,7 @@ def strays(tmp_path: Path) -> Iterator[Path]:
     yield root
     for role in ("smartctl", "child", "holder"):
         for pid in pids(root, role):
-            if alive(pid):
+            if alive(pid, root):
                 os.kill(pid, signal.SIGKILL)
 
 
@@ -132,7 +138,8 @@ def test_stop_with_a_smart_read_in_flight_exits_within_a_second(
     in_group = pids(strays, "smartctl") + pids(strays, "child")
     if behaviour == "holder":
         in_group += pids(strays, "holder")
-    assert wait_for(lambda: not any(map(alive, in_group)), 2.0), "children left running"
+    assert wait_for(lambda: not any(alive(pid, strays) for pid in in_group), 2.0), (
+        "children left running")
 
 
 def test_sigkill_of_diskprobe_kills_its_smartctl(
@@ -141,11 +148,12 @@ def test_sigkill_of_diskprobe_kills_its_smartctl(
     process = start_with_read_in_flight(fake_host, tmp_path, strays, "hang")
     reap.append(process)
     (smartctl,) = pids(strays, "smartctl")
-    assert alive(smartctl)
+    assert alive(smartctl, strays)
     process.kill()
     process.wait(10)
     # PR_SET_PDEATHSIG: the kernel kills the child; what it forked is out of reach (documented).
-    assert wait_for(lambda: not alive(smartctl), 1.0), "smartctl outlived a SIGKILLed diskprobe"
+    assert wait_for(lambda: not alive(smartctl, strays), 1.0), (
+        "smartctl outlived a SIGKILLed diskprobe")
 
 
 def test_grandchild_holding_stdout_does_not_hold_the_read(
@@ -190,7 +198,7 @@ def test_flood_of_output_is_capped_killed_and_warned(
     maxrss_kb = int(result.stderr.rsplit("maxrss_kb=", 1)[1].split()[0])
     assert maxrss_kb < 80_000, maxrss_kb  # measured ~40 MB (the interpreter and imports)
     smartctl = pids(strays, "smartctl")
-    assert smartctl and not any(map(alive, smartctl))
+    assert smartctl and not any(alive(pid, strays) for pid in smartctl)
 
 
 def test_scanned_name_that_is_an_option_is_refused_with_one_warning(
