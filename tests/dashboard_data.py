@@ -197,11 +197,12 @@ def _one(rows: list[Row], measurement: str, **tags: str) -> Row:
 
 FILLING = {"/scratch": 2.0, "/checkpoints": 10.0, "/datasets": 30.0}  # hours to full
 FULL = "/logs"
-STUCK, RECOVERED = "/mnt/stuck", "/mnt/recovered"
+STUCK, RECOVERED, BRIEF = "/mnt/stuck", "/mnt/recovered", "/mnt/briefly-stuck"
 
 
 def synthetic_fs(real: list[Row]) -> list[Row]:
-    """Volumes forecast to fill, one 97 % full, one hung mount, one that answers again."""
+    """Volumes forecast to fill, one 97 % full, one hung mount, one that answers again and one
+    not answering for 3 minutes only."""
     root = next(r for r in real if r.measurement == "diskprobe_fs" and "total_bytes" in r.fields)
     out: list[Row] = []
     for path, hours in FILLING.items():
@@ -211,15 +212,25 @@ def synthetic_fs(real: list[Row]) -> list[Row]:
     out.append(root.tagged(path=FULL).changed(-MIN, synthetic("97 % used"), used_percent=97.0))
     hung = Row("diskprobe_fs", {**root.tags, "path": STUCK, "device": "nas:/export",
                                 "fstype": "nfs4"}, {"responsive": False}, 0, "")
+
+    def not_answering(path: str, seconds: int, began: int, origin: str) -> Row:
+        # As diskprobe sends it: unresponsive_sec counts from the first such point.
+        return replace(hung, tags={**hung.tags, "path": path}, offset_ns=-seconds * SEC,
+                       fields={"responsive": False, "unresponsive_sec": began - seconds},
+                       origin=synthetic(origin))
+
     for seconds in range(0, 600, 10):
-        out.append(replace(hung, offset_ns=-seconds * SEC,
-                           origin=synthetic("statfs hung for 10 minutes")))
+        out.append(not_answering(STUCK, seconds, 590, "statfs hung for 10 minutes"))
         if seconds < 240:  # answered again for the last 4 minutes
             out.append(root.tagged(path=RECOVERED).changed(
                 -seconds * SEC, synthetic("answers again after a 6-minute hang")))
         else:
-            out.append(replace(hung, tags={**hung.tags, "path": RECOVERED},
-                               offset_ns=-seconds * SEC, origin=synthetic("hung, then recovered")))
+            out.append(not_answering(RECOVERED, seconds, 590, "hung, then recovered"))
+        if seconds < 180:
+            out.append(not_answering(BRIEF, seconds, 170, "hung for the last 3 minutes"))
+        else:
+            out.append(root.tagged(path=BRIEF).changed(
+                -seconds * SEC, synthetic("answered until 3 minutes ago")))
     return out
 
 

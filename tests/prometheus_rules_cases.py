@@ -6,7 +6,8 @@ of the shipped rules:
 
 Hosts h1 and h2 live for the whole 90 minutes; h3 is decommissioned at minute 20. h1 has a
 failing drive, a healthy one, a worn NVMe, a fail-slow device, one whose fail-slow cleared at
-minute 30, full, filling and hung mounts; drive MOVED sits in h1 until minute 40 (h1 keeps
+minute 30, full, filling and hung mounts (one hung since minute 30, one for 3 minutes at minute
+60, one that answers again); drive MOVED sits in h1 until minute 40 (h1 keeps
 its last reading, as diskprobe's Prometheus format does for 2 h) and in h2 from minute 45.
 Which alerts fire is written out by hand below (EXPECTED); only the annotation text is taken
 from the rules file and filled with the alert's labels and value.
@@ -75,6 +76,15 @@ def _io_series() -> list[tuple[str, str, dict[str, str], Values]]:
     return series
 
 
+def hang(start: int, end: int) -> Values:
+    """unresponsive_sec as diskprobe sends it for a mount not answering from minute `start`
+    to `end` inclusive: seconds since the first such sample."""
+    values: Values = [None] * (MINUTES + 1)
+    for minute in range(start, end + 1):
+        values[minute] = (minute - start) * 60.0
+    return values
+
+
 def _fs_series() -> list[tuple[str, str, dict[str, str], Values]]:
     return [
         ("diskprobe_fs", field, {"host": host, "path": path, "device": "vda1", "fstype": "ext4",
@@ -85,6 +95,9 @@ def _fs_series() -> list[tuple[str, str, dict[str, str], Values]]:
             ("h1", "/scratch", "time_to_full_sec", steps((0, MINUTES, 36000))),
             ("h1", "/home", "used_percent", steps((0, MINUTES, 40))),
             ("h1", "/mnt/nfs", "responsive", steps((0, 29, 1), (30, MINUTES, 0))),
+            ("h1", "/mnt/nfs", "unresponsive_sec", hang(30, MINUTES)),
+            ("h1", "/mnt/brief", "unresponsive_sec", hang(57, 61)),  # 3 min at minute 60
+            ("h1", "/mnt/back", "unresponsive_sec", hang(40, 55)),  # answers since minute 56
             ("h1", "/home", "responsive", steps((0, MINUTES, 1))),
             ("h3", "/", "used_percent", steps((0, 20, 99))),
         )
@@ -159,11 +172,13 @@ EXPECTED: Expected = {
         "DiskprobeFsUsed": [("critical", fs_labels("h1", "/"), 97)],
         "DiskprobeFsFillForecast": [("critical", fs_labels("h1", "/data"), 3600),
                                     ("warning", fs_labels("h1", "/scratch"), 36000)],
-        "DiskprobeFsStuck": [("critical", fs_labels("h1", "/mnt/nfs"), 0)],
+        "DiskprobeFsStuck": [("critical", fs_labels("h1", "/mnt/nfs"), 1800)],
         "DiskprobeAgentSilent": [("critical", {"host": "h3"}, 0)],
         "DiskprobePendingGrowth": [],
     },
-    90: {"DiskprobeAgentSilent": [], "DiskprobeVerdict": [
+    90: {"DiskprobeAgentSilent": [],
+         "DiskprobeFsStuck": [("critical", fs_labels("h1", "/mnt/nfs"), 3600)],
+         "DiskprobeVerdict": [
         ("critical", FAILING, 2), ("warning", WORN, 1),
         ("critical", drive_labels("h2", "sdd", "MOVED", SATA), 2)]},
 }

@@ -42,7 +42,8 @@ def scale(flavor: Flavor, measurement: str, field: str) -> float:
 
 
 def promtool_values(values: Values, factor: float = 1.0) -> str:
-    """promtool's expanding notation: runs of one value as `vxN` (N + 1 samples), gaps `_`."""
+    """promtool's expanding notation: runs of one value as `vxN` (N + 1 samples), a gap of N
+    samples as `_xN` (N, not N + 1: checked with promtool, `_x2 5` has its 5 at 2m)."""
     runs: list[tuple[float | None, int]] = []
     for value in values:
         if runs and runs[-1][0] == value:
@@ -51,8 +52,11 @@ def promtool_values(values: Values, factor: float = 1.0) -> str:
             runs.append((value, 1))
     parts = []
     for value, count in runs:
-        text = "_" if value is None else repr(value * factor)
-        parts.append(text if count == 1 else f"{text}x{count - 1}")
+        if value is None:
+            parts.append("_" if count == 1 else f"_x{count}")
+        else:
+            text = repr(value * factor)
+            parts.append(text if count == 1 else f"{text}x{count - 1}")
     return " ".join(parts)
 
 

@@ -3,9 +3,10 @@ few minutes of fast data and three days of SMART history, loaded into the suite'
 (the `influx_db` fixture) and a real VictoriaMetrics (the `victoria` fixture).
 
 Checked, no duration: the alerts fire for exactly the simulated failing and fail-slow drives
-(not the moved drive on its old host, not the decommissioned host, not the fail-slow state
-that cleared), every dashboard, variable and alert query runs without error and returns rows
-wherever the simulation wrote what it reads, and both ingest paths accept every line.
+and the hung mount (not the moved drive on its old host, not the decommissioned host, not the
+fail-slow state that cleared), every dashboard, variable and alert query runs without error
+and returns rows wherever the simulation wrote what it reads, and both ingest paths accept
+every line.
 """
 
 from __future__ import annotations
@@ -62,6 +63,7 @@ def test_scenario_covers_every_case(fleet: tuple[Path, dict[str, object]]) -> No
     assert expected["fail_slow"] and len(kinds) == len(expected["drives"]) >= 3
     assert manifest["decommissioned"] == ["store-00004"]
     assert manifest["moved_serial"] in {serial for _, serial in expected["drives"]}
+    assert expected["stuck"] == [["train-00000", "/mnt/datasets"]]  # hung 10 minutes
 
 
 def test_alerts_fire_for_exactly_the_simulated_drives(

@@ -15,6 +15,7 @@ import pytest
 
 from diskprobe.collectors.base import Clock, CollectorContext
 from diskprobe.collectors.filesystems import FilesystemsCollector
+from diskprobe.compute.mount_selection import MountTarget
 from diskprobe.config import PSEUDO_FILESYSTEMS, FilesystemsConfig
 from diskprobe.log import Logger
 from diskprobe.metric import Metric
@@ -26,6 +27,7 @@ from helpers import assert_schema
 
 # Real mounts here: ext4 "/" plus the tmpfs and devtmpfs ones, for more than one sample.
 CONFIG = FilesystemsConfig(ignore_fs=[t for t in PSEUDO_FILESYSTEMS if "tmpfs" not in t])
+UNRESPONSIVE_FIELDS = {"responsive", "unresponsive_sec"}  # all a mount not answering sends
 
 def _same_filesystem(result: object, path: str) -> bool:
     """The helper's statvfs of `path`: its size fields, not its free counts, which another
@@ -159,7 +161,8 @@ def test_stuck_mount_is_reported_unresponsive_once_logged_and_not_probed_again(
     collector, log = _collector(tmp_path, prober=prober)
     for _ in range(3):
         by_path = {m.tags["path"]: m for m in collector.collect().metrics}
-        assert by_path["/dev/shm"].fields == {"responsive": False}
+        assert set(by_path["/dev/shm"].fields) == UNRESPONSIVE_FIELDS
+        assert by_path["/dev/shm"].fields["responsive"] is False
         assert by_path["/"].fields["responsive"] is True and "total_bytes" in by_path["/"].fields
     assert statvfs.calls == 1  # at most one outstanding call per mount
     assert (
@@ -226,7 +229,7 @@ def test_dead_fuse_or_stale_nfs_errors_report_unresponsive(tmp_path: Path) -> No
     for _ in range(2):
         collection = collector.collect()
         by_path = {m.tags["path"]: m for m in collection.metrics}
-        assert by_path["/dev/shm"].fields == {"responsive": False} and collection.errors == 1
+        assert set(by_path["/dev/shm"].fields) == UNRESPONSIVE_FIELDS and collection.errors == 1
     broken[0] = False
     by_path = {m.tags["path"]: m for m in collector.collect().metrics}
     assert by_path["/dev/shm"].fields["responsive"] is True
@@ -234,6 +237,40 @@ def test_dead_fuse_or_stale_nfs_errors_report_unresponsive(tmp_path: Path) -> No
         "W! filesystems: statfs /dev/shm: Transport endpoint is not connected",
         "I! filesystems: statfs /dev/shm works again",
     ]
+
+
+def test_unresponsive_sec_counts_from_the_first_point_and_restarts_after_an_answer(
+    tmp_path: Path,
+) -> None:
+    now, broken, mounted = [1000.0], [True], [True]
+
+    def dead(path: str) -> os.statvfs_result:
+        if path == "/dev/shm" and broken[0]:
+            raise OSError(107, "Transport endpoint is not connected")  # ENOTCONN
+        return os.statvfs(path)
+
+    shm = MountTarget("/dev/shm", "/dev/shm", "tmpfs", "tmpfs", "rw", 0, 0)
+    collector, _ = _collector(
+        tmp_path, prober=StatfsProber(1.0, ThreadStatfs(dead)),
+        clock=Clock(wall_ns=lambda: round(now[0] * 1e9)),
+        targets=lambda: [shm] if mounted[0] else [],
+    )
+
+    def seconds(at: float) -> object:
+        now[0] = at
+        metrics = collector.collect().metrics
+        return metrics[0].fields.get("unresponsive_sec", "answers") if metrics else "gone"
+
+    # 10 s points, one 0.4 s late: rounded to the interval it stands for.
+    assert [seconds(t) for t in (1000, 1010, 1020.4, 1300)] == [0, 10, 20, 300]
+    broken[0] = False
+    assert seconds(1310) == "answers"
+    broken[0] = True
+    assert [seconds(t) for t in (1320, 1330)] == [0, 10]  # a new hang counts from its start
+    mounted[0] = False
+    assert seconds(1340) == "gone"
+    mounted[0] = True
+    assert seconds(1350) == 0  # unmounted and mounted again: not the old hang's count
 
 
 def test_worker_process_answers_like_statvfs_and_survives_its_own_death() -> None:

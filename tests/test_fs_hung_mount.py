@@ -3,11 +3,12 @@
 tests/fuse_hang.py (a separate process) mounts a FUSE filesystem whose statfs blocks while a flag
 file exists; getattr and readdir of its root keep answering. Its call log records the process
 (thread group) behind each statfs request. The tests check what the hang-proof statfs promises:
-the mount is reported with only responsive=false once its call timed out, one W! line when it
-goes stuck and one I! line when it answers again, at most one outstanding call per mount, every
-other mount and the diskprobe_io points still in the same batch, the loop keeps its interval, and
-diskprobe exits promptly at the end of its input even while a statfs of its is stuck. A mount
-whose daemon died (every call fails with ENOTCONN) is still reported, as responsive=false.
+the mount is reported with only responsive=false (and unresponsive_sec, counting from its
+first such point) once its call timed out, one W! line when it goes stuck and one I! line when
+it answers again, at most one outstanding call per mount, every other mount and the
+diskprobe_io points still in the same batch, the loop keeps its interval, and diskprobe exits
+promptly at the end of its input even while a statfs of its is stuck. A mount whose daemon died
+(every call fails with ENOTCONN) is still reported, as responsive=false.
 
 How diskprobe does it: the statvfs calls run in a helper process, `python -m
 diskprobe.sources.statfs_worker` (one scanning thread, handed over to a fresh one by a watchdog
@@ -71,7 +72,7 @@ from diskprobe.collectors.base import Collection, CollectorContext
 from diskprobe.collectors.filesystems import FilesystemsCollector
 from diskprobe.config import PSEUDO_FILESYSTEMS, FilesystemsConfig
 from diskprobe.log import Logger
-from diskprobe.metric import Metric
+from diskprobe.metric import FieldValue, Metric
 from diskprobe.roots import HostRoots
 from diskprobe.sources.statfs import StatfsProber, WorkerStatfs
 from diskprobe.state import StateStore
@@ -135,6 +136,11 @@ def _require_fuse() -> None:
         reason = "/dev/fuse is missing (no FUSE in this kernel or container)"
     if reason:
         skip_or_fail(reason)
+
+
+def _unresponsive(fields: dict[str, FieldValue]) -> bool:
+    """All a mount that does not answer sends: responsive=false and for how long."""
+    return set(fields) == {"responsive", "unresponsive_sec"} and fields["responsive"] is False
 
 
 def _wait_until(done: Callable[[], bool], timeout: float) -> bool:
@@ -438,7 +444,7 @@ def test_collector_reports_the_hung_mount_and_waits_for_it_only_once(
 
     _, points, took = in_process.collect()
     assert STAT_TIMEOUT_SEC <= took < STAT_TIMEOUT_SEC + FIRST_COLLECT_SLACK_SEC, took
-    assert points[path].fields == {"responsive": False}
+    assert _unresponsive(points[path].fields)
     assert points[path].tags["fstype"] == FSTYPE
     assert points["/"].fields["responsive"] is True
     assert all(points["/"].fields[name] for name in SIZE_FIELDS), points["/"].fields
@@ -448,7 +454,7 @@ def test_collector_reports_the_hung_mount_and_waits_for_it_only_once(
     for _ in range(STUCK_COLLECTS - 1):
         _, points, took = in_process.collect()
         assert took < QUICK_COLLECT_SEC, f"waited for the stuck mount again: {took:.3f}s"
-        assert points[path].fields == {"responsive": False}
+        assert _unresponsive(points[path].fields)
         assert points["/"].fields["responsive"] is True
     # One request for all the collects (no second call while the first is outstanding), made by
     # the worker: nothing of this process waits on the mount.
@@ -479,7 +485,7 @@ def test_a_mount_whose_daemon_died_is_still_reported_unresponsive(
 ) -> None:
     path = hung_mount.path
     _, points, _ = in_process.collect()
-    assert points[path].fields == {"responsive": False}  # stuck
+    assert _unresponsive(points[path].fields)  # stuck
 
     # The wedged daemon dies: the kernel aborts its connection, the stuck call fails with
     # ENOTCONN, and so does every later one; the mount stays in the mount table.
@@ -489,7 +495,7 @@ def test_a_mount_whose_daemon_died_is_still_reported_unresponsive(
         collection, points, took = in_process.collect()
         assert took < QUICK_COLLECT_SEC, (number, took)
         assert path in points, f"collect {number}: the dead mount was dropped"
-        assert points[path].fields == {"responsive": False}, (number, points[path])
+        assert _unresponsive(points[path].fields), (number, points[path])
         assert points[path].tags["fstype"] == FSTYPE
         assert collection.errors >= 1, number
         assert points["/"].fields["responsive"] is True
@@ -508,7 +514,7 @@ def test_close_does_not_wait_for_a_worker_stuck_in_the_kernel(
     hung_mount: HungMount, in_process: InProcess
 ) -> None:
     _, points, _ = in_process.collect()
-    assert points[hung_mount.path].fields == {"responsive": False}
+    assert _unresponsive(points[hung_mount.path].fields)
     worker = in_process.worker()
 
     # close() in a thread: were it to wait for the worker, the abort below still frees it.
@@ -723,7 +729,11 @@ def test_loop_keeps_its_interval_and_reports_the_hung_mount_in_every_batch(
     batches = probe.batches()
     for number, batch in enumerate(batches):
         hung, root = batch.fs(path), batch.fs("/")
-        assert hung is not None and hung.fields == {"responsive": False}, (number, hung)
+        assert hung is not None and _unresponsive(hung.fields), (number, hung)
+        # Seconds since the first point that found it hung (points may be restamped to the
+        # batch's aligned time: within a second of it).
+        since = (hung.time_ns - batches[0].fs(path).time_ns) / 1e9  # type: ignore[union-attr]
+        assert abs(hung.fields["unresponsive_sec"] - since) <= 1, (number, hung, since)
         assert hung.tags["fstype"] == FSTYPE
         assert root is not None and root.fields["responsive"] is True, (number, root)
         assert all(root.fields[name] for name in SIZE_FIELDS), (number, root)

@@ -25,6 +25,7 @@ SILENT_BUCKETS = 2  # the current, partial bucket and the one whole bucket befor
 NVME_DEVICES = "^nvme[0-9]+n[0-9]+$"  # whole NVMe namespaces, not partitions
 OTHER_DISKS = "^(sd[a-z]+|vd[a-z]+|xvd[a-z]+|hd[a-z]+)$"  # whole SCSI/SATA/virtio disks
 UTIL_SATURATED = 90.0
+STUCK_AFTER_SEC = 300  # a mount not answering this long is an incident, not a blip
 AWAIT_MS = {"nvme": 10.0, "other": 50.0}
 
 WARN, CRIT = "warning", "critical"
@@ -159,18 +160,6 @@ def _smart() -> list[Alert]:
 
 def _fs() -> list[Alert]:
     group, every = "diskprobe-filesystems", "1m"
-    stuck_inner = Select(
-        # "samples" keeps a bucket for a mount that sent only responsive=false; "answered"
-        # counts the samples that carried sizes, i.e. where statfs returned. The outer query
-        # sums the buckets, so their width does not matter: 5 minutes makes 2 buckets a mount
-        # where 1 minute made 6 (at 1,000 hosts, 11,796 mounts: 1.5 s against 2.0 s).
-        columns=", ".join((agg("count", FS.f("total_bytes"), "answered"),
-                           agg("count", FS.f("responsive"), "samples"))),
-        measurement=FS.name,
-        group_tags=tags(FS, "host", "path"),
-        group_time="5m",
-        fill="0",
-    )
     return [
         Alert(
             uid="diskprobe-fs-fill-forecast",
@@ -218,19 +207,23 @@ def _fs() -> list[Alert]:
             group=group,
             title="Mount not answering",
             query=Select(
-                columns='sum("answered") AS "value"',
-                source=stuck_inner,
-                group_tags=("host", "path"),
+                # A sparse field, only on the points of mounts not answering: at 1,000 hosts
+                # (11,796 mounts) 0.2 s where counting every mount's points took 1.2 to 1.5 s.
+                columns=agg("last", FS.f("unresponsive_sec"), "value"),
+                measurement=FS.name,
+                group_tags=tags(FS, "host", "path"),
             ),
-            window="5m",
-            levels=(Level(CRIT, "lt", (0.5,)),),
+            # Holds a point at a filesystems interval up to 1 min; a mount that answers again
+            # stops sending the field, so the alert clears within this window.
+            window="2m",
+            levels=(Level(CRIT, "gt", (STUCK_AFTER_SEC - 0.5,)),),
             pending="0s",
             every=every,
-            measure="samples with sizes (statfs answered) per mount in 5 min, for mounts that "
-            "sent points",
-            summary="{host}: {path} has not answered statfs for 5 minutes",
+            measure=f"last unresponsive_sec per mount in 2 min (diskprobe counts the seconds "
+            f"since the mount first did not answer), at least {STUCK_AFTER_SEC}",
+            summary="{host}: {path} has not answered statfs for {value} s",
             why="A hung NFS server or FUSE daemon blocks every process that touches the mount; "
-            "diskprobe reports it with responsive=false and nothing else.",
+            "diskprobe reports it with responsive=false and how long it has not answered.",
             runbook="Check the server or FUSE daemon (mount | grep path, dmesg for 'not "
             "responding'); if it is gone for good, umount -f -l the path.",
         ),

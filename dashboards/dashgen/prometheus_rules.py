@@ -160,7 +160,7 @@ def _value_builders() -> dict[str, Callable[[Flavor], str]]:
         "diskprobe-fs-used": lambda fl: gated(
             fl, fl.over("last_over_time", FS.name, "used_percent", "15m")),
         "diskprobe-fs-stuck": lambda fl: gated(
-            fl, fl.over("max_over_time", FS.name, "responsive", "5m")),
+            fl, fl.over("last_over_time", FS.name, "unresponsive_sec", "2m")),
         "diskprobe-io-saturated-nvme": _saturated(NVME_DEVICES),
         "diskprobe-io-saturated-other": _saturated(OTHER_DISKS),
         "diskprobe-fail-slow": lambda fl: gated(

@@ -51,12 +51,12 @@ read(measurement: "diskprobe_io", back: 2h, unit: 1h)
 // diskprobe_fs_1h: diskprobe_fs, 1h windows
 
 read(measurement: "diskprobe_fs", back: 2h, unit: 1h)
-    |> filter(fn: (r) => contains(value: r._field, set: ["total_bytes", "used_bytes", "free_bytes", "avail_bytes", "used_percent", "inodes_total", "inodes_used", "inodes_free", "inodes_used_percent", "fill_rate_bytes_per_sec", "time_to_full_sec", "inodes_time_to_full_sec"]))
+    |> filter(fn: (r) => contains(value: r._field, set: ["total_bytes", "used_bytes", "free_bytes", "avail_bytes", "used_percent", "inodes_total", "inodes_used", "inodes_free", "inodes_used_percent", "unresponsive_sec", "fill_rate_bytes_per_sec", "time_to_full_sec", "inodes_time_to_full_sec"]))
     |> aggregateWindow(every: 1h, fn: mean, createEmpty: false, timeSrc: "_start")
     |> to(bucket: long)
 
 read(measurement: "diskprobe_fs", back: 2h, unit: 1h)
-    |> filter(fn: (r) => contains(value: r._field, set: ["total_bytes", "used_bytes", "free_bytes", "avail_bytes", "used_percent", "inodes_total", "inodes_used", "inodes_free", "inodes_used_percent", "fill_rate_bytes_per_sec"]))
+    |> filter(fn: (r) => contains(value: r._field, set: ["total_bytes", "used_bytes", "free_bytes", "avail_bytes", "used_percent", "inodes_total", "inodes_used", "inodes_free", "inodes_used_percent", "unresponsive_sec", "fill_rate_bytes_per_sec"]))
     |> aggregateWindow(every: 1h, fn: max, createEmpty: false, timeSrc: "_start")
     |> map(fn: (r) => ({r with _field: r._field + "_max"}))
     |> to(bucket: long)

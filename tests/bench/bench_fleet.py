@@ -110,13 +110,13 @@ def timed_queries(server: InfluxServer, anchor_ns: int, manifest: dict[str, obje
     return todo
 
 
-def victoria_pass(run: Run, work: Path, manifest: dict[str, object], prometheus: bool) -> None:
+def victoria_pass(run: Run, work: Path, manifest: dict[str, object], formats: set[str]) -> None:
     totals = report.totals(manifest)
     for label, folder, path_query in (
         ("VictoriaMetrics /write (line protocol)", "hosts", "/write"),
         ("VictoriaMetrics /api/v1/import/prometheus", "prom", "/api/v1/import/prometheus"),
     ):
-        if folder == "prom" and not prometheus:
+        if ("line" if folder == "hosts" else "prometheus") not in formats:
             continue
         root = Path(tempfile.mkdtemp(prefix="fleet-vm-", dir=work))
         server = VictoriaMetrics(root)
@@ -152,7 +152,8 @@ def one_size(hosts: int, index: int, args: argparse.Namespace, base: Path) -> Ru
     run = Run(hosts)
     influx_pass(run, work, manifest, args)
     if hosts in args.victoria_at:
-        victoria_pass(run, work, manifest, prometheus)
+        formats = set(args.victoria_formats) - (set() if prometheus else {"prometheus"})
+        victoria_pass(run, work, manifest, formats)
     report.print_run(run, SLOW_S)
     if not args.keep:
         shutil.rmtree(work, ignore_errors=True)
@@ -181,6 +182,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="InfluxQL file (dashboards/downsampling/influxdb-1x.iql) to apply")
     parser.add_argument("--victoria-at", type=per_size, default=[5, 20, 100],
                         help="sizes (a:b) that also go to VictoriaMetrics (--victoria-at 0: none)")
+    parser.add_argument("--victoria-formats", type=lambda text: text.split(","),
+                        default=["line", "prometheus"],
+                        help="what VictoriaMetrics is sent: line, prometheus or both (a,b); "
+                             "prometheus only at --prometheus-at")
     parser.add_argument("--downsample-at", type=per_size, default=[5, 100],
                         help="sizes (a:b) on which --downsample is applied")
     parser.add_argument("--only-downsample", action="store_true",

@@ -6,10 +6,12 @@ firing set compared with the generator's ground truth (fleet_sim_hosts.expected_
 - drive alerts (the ones on diskprobe_smart): the union of their (host, serial) must be
   exactly the failing drives where they are now;
 - diskprobe-fail-slow: exactly the devices fail-slow now (host, device, model, serial);
+- diskprobe-fs-stuck: exactly the mounts hung for 5 minutes or more now (host, path);
 - every other alert (volumes, saturation, silence, training): nothing.
 
-So the moved drive on its old host, the decommissioned host's last values and the fail-slow
-state that cleared must all stay silent.
+So the moved drive on its old host, the decommissioned host's last values, the fail-slow
+state that cleared, a mount hung for 3 minutes only and one that answers again must all stay
+silent.
 """
 
 from __future__ import annotations
@@ -25,7 +27,8 @@ import dashboard_eval as ev
 from influxdb_server import InfluxServer
 
 Labels = tuple[str, ...]
-FAIL_SLOW = "diskprobe-fail-slow"
+# uid -> the manifest's list of the label tuples it must fire for, exactly
+EXACT = {"diskprobe-fail-slow": "fail_slow", "diskprobe-fs-stuck": "stuck"}
 
 
 @dataclass
@@ -87,17 +90,17 @@ def mismatches(tool: str, fired: dict[str, dict[Labels, str]],
     for uid, labels in fired.items():
         if uid in drive_uids:
             drives |= {(key[0], key[-1]) for key in labels}  # (host, ..., serial)
-        elif uid != FAIL_SLOW and labels:
+        elif uid not in EXACT and labels:
             problems.append(f"{tool} {uid} fired for {sorted(labels)[:5]} (expected none)")
     want = {tuple(item) for item in expected["drives"]}
     problems += [f"{tool}: drive alert for {key} (not a failing drive there)"
                  for key in sorted(drives - want)]
     problems += [f"{tool}: no drive alert for failing {key}" for key in sorted(want - drives)]
-    slow = set(fired.get(FAIL_SLOW, {}))
-    want_slow = {tuple(item) for item in expected["fail_slow"]}
-    problems += [f"{tool}: fail-slow fired for {key} (not fail-slow now)"
-                 for key in sorted(slow - want_slow)]
-    problems += [f"{tool}: no fail-slow alert for {key}" for key in sorted(want_slow - slow)]
+    for uid, key in EXACT.items():
+        got = set(fired.get(uid, {}))
+        want_set = {tuple(item) for item in expected.get(key, [])}  # older manifests: none
+        problems += [f"{tool}: {uid} fired for {k} (not expected)" for k in sorted(got - want_set)]
+        problems += [f"{tool}: no {uid} alert for {k}" for k in sorted(want_set - got)]
     return problems
 
 

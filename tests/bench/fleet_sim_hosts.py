@@ -11,7 +11,10 @@ any N (5 included) has every profile, and the scenario below is fixed by the ind
   growing reallocated sectors) moved to the first training host (train-00000) two days ago;
 - every 4th live storage host has a failing HDD (kinds in turn), every 4th from the 3rd a
   fail-slow HDD; every 6th training host a failing NVMe, every 6th from the 4th a fail-slow one;
-- store-00004 was decommissioned three days ago, with a failing drive and a 97 % full volume.
+- store-00004 was decommissioned three days ago, with a failing drive and a 97 % full volume;
+- every training host mounts its datasets over NFS (DATASETS); on every 8th it has not answered
+  for the last 10 minutes (an alert), on every 8th from the 2nd for the last 3 minutes only,
+  on every 8th from the 3rd it hung for 6 minutes and answers again for the last 4 (no alert).
 """
 
 from __future__ import annotations
@@ -34,6 +37,9 @@ HDDS_PER_STORAGE_NODE = 60
 NVMES_PER_TRAINING_NODE = 8
 TRAINING_PODS = 50  # [cgroup_io] max_cgroups is 50: the busiest 50 of ~60 pods
 POD_VOLUMES = 20
+DATASETS = ("/mnt/datasets", "nas:/export/datasets", "nfs4")
+# training ordinal % 8 -> (age the hang began, age it ended; 0: still hung), in seconds
+HANGS = {0: (600, 0), 1: (180, 0), 2: (600, 240)}
 
 
 @dataclass
@@ -64,6 +70,7 @@ class Host:
     cgroups: list[tuple[str, str]] = field(default_factory=list)  # cgroup path, device
     gone_s: int = 0  # decommissioned this long before the anchor (0: alive)
     full_path: str = ""  # a volume at 97 % (the decommissioned host's)
+    hung: dict[str, tuple[int, int]] = field(default_factory=dict)  # path -> HANGS entry
 
 
 def serial(host: int, device: str) -> str:
@@ -107,7 +114,9 @@ def _training(host: Host, ordinal: int) -> None:
         host.disks[5].fail_slow = "slow"
     host.mounts += [(f"/mnt/nvme{slot}", f"nvme{slot}n1", "xfs") for slot in range(8)]
     host.mounts += [("/var/lib/kubelet", "sda3", "ext4"), ("/var/lib/containerd", "sda4", "ext4"),
-                    ("/data", "md0", "xfs"), ("/scratch", "md1", "xfs")]
+                    ("/data", "md0", "xfs"), ("/scratch", "md1", "xfs"), DATASETS]
+    if ordinal % 8 in HANGS:
+        host.hung[DATASETS[0]] = HANGS[ordinal % 8]
     for pod in range(POD_VOLUMES):
         uid = f"{host.index:08x}-{pod:04x}-4e8a-9c0f-1a2b3c4d5e6f"
         host.mounts.append((f"/var/lib/kubelet/pods/{uid}/volumes/kubernetes.io~csi/"
@@ -182,18 +191,21 @@ def cgroup_tag_set(path: str, device: str) -> dict[str, str]:
 
 
 def expected_alerts(hosts: list[Host]) -> dict[str, list[list[str]]]:
-    """Ground truth: (host, serial) of every failing drive where it is now, and (host,
-    device, model, serial) of every device fail-slow now."""
-    failing, slow = [], []
+    """Ground truth: (host, serial) of every failing drive where it is now, (host, device,
+    model, serial) of every device fail-slow now and (host, path) of every mount hung for
+    5 minutes or more now."""
+    failing, slow, stuck = [], [], []
     for host in hosts:
         if host.gone_s:
             continue
+        stuck += [[host.name, path] for path, (began, ended) in host.hung.items()
+                  if not ended and began >= 300]
         for disk in host.disks:
             if disk.failure is not None and not disk.until_s:
                 failing.append([host.name, disk.serial])
             if disk.fail_slow == "slow":
                 slow.append([host.name, disk.device, disk.model, disk.serial])
-    return {"drives": sorted(failing), "fail_slow": sorted(slow)}
+    return {"drives": sorted(failing), "fail_slow": sorted(slow), "stuck": sorted(stuck)}
 
 
 def moved_serial(hosts: list[Host]) -> str:

@@ -94,6 +94,14 @@ def _fs_fields(path: str, full: bool, rng: random.Random, age_s: int) -> dict[st
     return fields
 
 
+def _hung_fields(hang: tuple[int, int], age_s: int) -> dict[str, FieldValue] | None:
+    """What diskprobe sends for a mount while it does not answer (None: it answers)."""
+    began, ended = hang
+    if age_s > began or (ended and age_s <= ended):
+        return None
+    return {"responsive": False, "unresponsive_sec": began - age_s}
+
+
 def fs_points(host: Host, times: Iterator[int], anchor_s: int, rng: random.Random) -> list[Metric]:
     out = []
     for when in times:
@@ -103,6 +111,8 @@ def fs_points(host: Host, times: Iterator[int], anchor_s: int, rng: random.Rando
             tags = {"host": host.name, "path": path, "device": device, "fstype": fstype,
                     "mode": "rw"}
             fields = _fs_fields(path, path == host.full_path, rng, anchor_s - when)
+            if path in host.hung:
+                fields = _hung_fields(host.hung[path], anchor_s - when) or fields
             out.append(Metric("diskprobe_fs", tags, fields, when * SEC))
     return out
 

@@ -61,6 +61,9 @@ class FilesystemsCollector(BaseCollector[FilesystemsConfig]):
         self._selected: list[MountTarget] = []  # from the table as last read
         self._stuck: set[str] = set()  # timed out: W! logged, I! due when it answers
         self._failing: dict[str, int] = {}  # path -> errno last logged
+        # path -> wall time (s) of its first point with responsive=false, for unresponsive_sec:
+        # an alert reads that one sparse field instead of counting every mount's points.
+        self._unresponsive_since: dict[str, float] = {}
 
     def _targets(self) -> list[MountTarget]:
         if self._chosen_targets is not None:
@@ -99,6 +102,7 @@ class FilesystemsCollector(BaseCollector[FilesystemsConfig]):
             else:
                 self._note_success(target)
                 fields = self._fields(target, result, now)
+            self._note_responsive(target.path, fields, now)
             collection.metrics.append(Metric(MEASUREMENT, _tags(target), fields, time_ns))
         self._forget_departed({target.path for target in targets})
         self._forget_old_windows(now)
@@ -116,10 +120,22 @@ class FilesystemsCollector(BaseCollector[FilesystemsConfig]):
         if len(self._failing) > len(present) or len(self._stuck) > len(present):
             self._failing = {p: c for p, c in self._failing.items() if p in present}
             self._stuck &= present
+        if self._unresponsive_since:  # a few hung mounts at most; one remounted starts at 0
+            self._unresponsive_since = {
+                p: t for p, t in self._unresponsive_since.items() if p in present
+            }
         # A fit is a cache (rebuilt from the window if the mount comes back): only the
         # mounts in the table keep one, while their windows stay for a forecast_window.
         if len(self._tracks) > 2 * len(present) + 16:
             self._tracks = {key: t for key, t in self._tracks.items() if key[0] in present}
+
+    def _note_responsive(self, path: str, fields: dict[str, FieldValue], now: float) -> None:
+        if fields["responsive"]:
+            self._unresponsive_since.pop(path, None)
+            return
+        since = self._unresponsive_since.setdefault(path, now)
+        # Points are aligned to the interval: round, so the 30th 10 s point says 300, not 299.
+        fields["unresponsive_sec"] = round(now - since)
 
     def _note_failure(self, target: MountTarget, error: OSError) -> None:
         code = error.errno or errno.EIO

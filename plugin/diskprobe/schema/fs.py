@@ -10,7 +10,7 @@ FS = MeasurementSpec(
     description=(
         "Per mounted filesystem, the numbers `df -B1` and `df -i` print (one statvfs), "
         "and how fast it fills. A mount whose statfs did not answer within `stat_timeout` "
-        "carries only `responsive=false`."
+        "carries only `responsive=false` and `unresponsive_sec`."
     ),
     tags=(
         TagSpec("path", "Mount point on the host (HOST_MOUNT_PREFIX removed)."),
@@ -51,7 +51,13 @@ FS = MeasurementSpec(
             "responsive",
             "bool",
             "",
-            "false when statfs did not answer within stat_timeout (hung NFS/FUSE); then no other field is sent.",
+            "false when statfs did not answer within stat_timeout (hung NFS/FUSE); then no other field is sent but unresponsive_sec.",
+        ),
+        _f(
+            "unresponsive_sec",
+            "int",
+            "s",
+            "Only with responsive=false: seconds since diskprobe first found the mount not answering (0 on that point; from 0 again after a restart of diskprobe).",
         ),
         _f(
             "fill_rate_bytes_per_sec",
