@@ -8,13 +8,14 @@ Grafana's pending period, which only rides out a single bad evaluation.
 
 from __future__ import annotations
 
+from dashgen.alerts_fs import fs_alerts
 from dashgen.alerts_risk import risk_alerts
 from dashgen.alerts_training import training_alerts
 from dashgen.build import agg, tags
 from dashgen.failslow import fail_slow_alert
-from dashgen.model import Alert, Level
+from dashgen.model import CRIT, WARN, Alert, Level
 from dashgen.query import Select
-from dashgen.refs import AGENT, FS, IO, SMART
+from dashgen.refs import AGENT, IO, SMART
 
 # "Silent": no diskprobe_agent point in the current minute and the whole minute before it,
 # over the hosts seen in the last hour. Buckets of diskprobe's 10 s interval took 3.7 s per
@@ -25,10 +26,8 @@ SILENT_BUCKETS = 2  # the current, partial bucket and the one whole bucket befor
 NVME_DEVICES = "^nvme[0-9]+n[0-9]+$"  # whole NVMe namespaces, not partitions
 OTHER_DISKS = "^(sd[a-z]+|vd[a-z]+|xvd[a-z]+|hd[a-z]+)$"  # whole SCSI/SATA/virtio disks
 UTIL_SATURATED = 90.0
-STUCK_AFTER_SEC = 300  # a mount not answering this long is an incident, not a blip
 AWAIT_MS = {"nvme": 10.0, "other": 50.0}
 
-WARN, CRIT = "warning", "critical"
 
 
 def _smart_last(field: str) -> Select:
@@ -158,78 +157,6 @@ def _smart() -> list[Alert]:
     ]
 
 
-def _fs() -> list[Alert]:
-    group, every = "diskprobe-filesystems", "1m"
-    return [
-        Alert(
-            uid="diskprobe-fs-fill-forecast",
-            group=group,
-            title="Volume forecast to fill",
-            query=Select(
-                columns=agg("last", FS.f("time_to_full_sec"), "value"),
-                measurement=FS.name,
-                group_tags=tags(FS, "host", "path"),
-            ),
-            window="15m",
-            levels=(Level(CRIT, "lt", (4 * 3600,)),
-                    Level(WARN, "within_range", (4 * 3600, 24 * 3600))),
-            pending="5m",
-            every=every,
-            measure="last time_to_full_sec per volume (host, path) in 15 min",
-            summary="{host}: {path} fills in {value} s at its current net growth",
-            why="diskprobe's time_to_full_sec is a trend over forecast_window (6 h) that ignores "
-            "the teeth of checkpoint rotation; it is only sent for a steady trend.",
-            runbook="Find what grows (du -xh --max-depth=2 on the path, the fill rate panel), "
-            "rotate or move old checkpoints and logs, or grow the volume.",
-        ),
-        Alert(
-            uid="diskprobe-fs-used",
-            group=group,
-            title="Volume above 95 % used",
-            query=Select(
-                columns=agg("last", FS.f("used_percent"), "value"),
-                measurement=FS.name,
-                group_tags=tags(FS, "host", "path"),
-            ),
-            window="15m",
-            levels=(Level(CRIT, "gt", (95,)),),
-            pending="5m",
-            every=every,
-            measure="last used_percent per volume in 15 min",
-            summary="{host}: {path} is {value} % full",
-            why="Past 95 % most filesystems fragment and slow down, and writers start failing "
-            "with ENOSPC soon after (used_percent is df's Use%).",
-            runbook="Free space now (old checkpoints, logs, caches: du -xh --max-depth=2), then "
-            "look at the forecast panel to see whether it refills.",
-        ),
-        Alert(
-            uid="diskprobe-fs-stuck",
-            group=group,
-            title="Mount not answering",
-            query=Select(
-                # A sparse field, only on the points of mounts not answering: at 1,000 hosts
-                # (11,796 mounts) 0.2 s where counting every mount's points took 1.2 to 1.5 s.
-                columns=agg("last", FS.f("unresponsive_sec"), "value"),
-                measurement=FS.name,
-                group_tags=tags(FS, "host", "path"),
-            ),
-            # Holds a point at a filesystems interval up to 1 min; a mount that answers again
-            # stops sending the field, so the alert clears within this window.
-            window="2m",
-            levels=(Level(CRIT, "gt", (STUCK_AFTER_SEC - 0.5,)),),
-            pending="0s",
-            every=every,
-            measure=f"last unresponsive_sec per mount in 2 min (diskprobe counts the seconds "
-            f"since the mount first did not answer), at least {STUCK_AFTER_SEC}",
-            summary="{host}: {path} has not answered statfs for {value} s",
-            why="A hung NFS server or FUSE daemon blocks every process that touches the mount; "
-            "diskprobe reports it with responsive=false and how long it has not answered.",
-            runbook="Check the server or FUSE daemon (mount | grep path, dmesg for 'not "
-            "responding'); if it is gone for good, umount -f -l the path.",
-        ),
-    ]
-
-
 def _saturated(kind: str, devices: str, title: str) -> Alert:
     inner = Select(
         columns=", ".join((agg("min", IO.f("util_percent"), "util"),
@@ -304,5 +231,5 @@ def _agent() -> list[Alert]:
 
 
 def alerts() -> list[Alert]:
-    return [*_smart(), *risk_alerts(), *_fs(), *_io(), fail_slow_alert(), *training_alerts(),
+    return [*_smart(), *risk_alerts(), *fs_alerts(), *_io(), fail_slow_alert(), *training_alerts(),
             *_agent()]

@@ -103,6 +103,9 @@ class Dashboard:
     refresh: str = "1m"
 
 
+WARN, CRIT = "warning", "critical"  # Level severities
+
+
 @dataclass(frozen=True)
 class Level:
     """One severity of an alert: fires when the value satisfies `op` with `params`.
