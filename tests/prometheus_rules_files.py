@@ -17,7 +17,7 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "dashboards"))
 
-from dashgen.prometheus_rules import FILE_SUFFIX, FLAVORS, SPECS, Flavor  # noqa: E402
+from dashgen.prom_flavor import FILE_SUFFIX, FLAVORS, SPECS, Flavor  # noqa: E402
 
 from diskprobe.serializers.prometheus import family  # noqa: E402
 from prometheus_rules_cases import (  # noqa: E402
@@ -146,7 +146,7 @@ def recording_scenario() -> list[tuple[str, str, dict[str, str], Values, list[tu
 
 
 def recording_tests(flavor: Flavor) -> dict[str, Any]:
-    from dashgen.prometheus_rules import recorded_name
+    from dashgen.prometheus_recording import recorded_name
 
     series, checks = [], []
     for measurement, field, labels, values, expected in recording_scenario():

@@ -153,7 +153,7 @@ def test_a_real_run_gives_the_same_series_in_both_paths(tmp_path: Path) -> None:
     fields every live agent sends have the rules' names in each, with the same labels (VM adds
     only `db`). Neither has `host`: Telegraf adds it on the InfluxDB path, and the
     Prometheus path needs it from the scrape config (dashboards/prometheus/README.md)."""
-    from dashgen.prometheus_rules import INFLUX, PROMETHEUS
+    from dashgen.prom_flavor import INFLUX, PROMETHEUS
 
     page = _diskprobe_once(tmp_path, "prometheus")
     store = Store(tmp_path / "vm", "100y")

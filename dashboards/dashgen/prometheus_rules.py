@@ -1,13 +1,8 @@
 """The shipped alerts as Prometheus alerting rules, and the recording rules that keep a year of
 downsampled history, for Prometheus and VictoriaMetrics (vmalert).
 
-Two name flavors, one set of expressions:
-
-- "prometheus": the names diskprobe's own Prometheus format gives (`format = "prometheus"`,
-  the /metrics listener, the textfile), base units: diskprobe_io_await_seconds,
-  diskprobe_smart_life_used_ratio. serializers/prometheus.py's family() names them.
-- "influx": the names VictoriaMetrics makes of diskprobe's InfluxDB line protocol
-  (`<measurement>_<field>`, schema units, tags as labels plus `db`): diskprobe_io_await_ms.
+Two name flavors (prom_flavor.py), one set of expressions; the recording rules are in
+prometheus_recording.py.
 
 Every alert value is brought back to the schema's unit (`* 1000` on seconds), so the
 thresholds are the dashgen Levels' own numbers, in both flavors, and the summaries read as
@@ -27,16 +22,16 @@ VictoriaMetrics by tests/test_prometheus_rules.py with tests/prometheus_rules_vm
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Any, Callable
 
 from dashgen.alert_rules import alerts
 from dashgen.alerts_risk import growth_alert_uid
 from dashgen.model import Alert, Level
+from dashgen.prom_flavor import FILE_SUFFIX, FLAVORS, Flavor
+from dashgen.prometheus_recording import RECORDING_HEADER, recording_groups
 from dashgen.risk import growth_fields
 from dashgen.yamlout import dump
-from diskprobe.schema import AGENT, FS, IO, MEASUREMENTS, SMART, MeasurementSpec
-from diskprobe.serializers.prometheus import family
+from diskprobe.schema import AGENT, FS, IO, SMART
 
 ALIVE_WINDOW = "5m"  # a host whose agent sent nothing for this long is gone for alerting
 SMART_WINDOW = "2h"  # as the Grafana rules: the last read of every drive falls in it
@@ -45,45 +40,6 @@ NOT_EXPRESSIBLE = {
     "VictoriaMetrics stores a line-protocol string field as the number 0, and the training "
     "job writes only line protocol, so no PromQL can tell a disk-bound window",
 }
-SPECS: dict[str, MeasurementSpec] = {spec.name: spec for spec in MEASUREMENTS}
-
-
-@dataclass(frozen=True)
-class Flavor:
-    key: str
-    describe: str
-    silent_window: str  # "no points for 3 intervals", at least one scrape interval
-
-    def metric(self, measurement: str, field: str) -> str:
-        if self.key == "influx":
-            return f"{measurement}_{field}"
-        spec = SPECS[measurement]
-        return family(spec, next(f for f in spec.fields if f.name == field)).name
-
-    def raw(self, fn: str, measurement: str, field: str, window: str, match: str = "",
-            offset: str = "") -> str:  # fmt: skip
-        """fn(series[window]) in the flavor's unit (for counts and comparisons)."""
-        shift = f" offset {offset}" if offset else ""
-        return f"{fn}({self.metric(measurement, field)}{match}[{window}]{shift})"
-
-    def over(self, fn: str, measurement: str, field: str, window: str, match: str = "",
-             offset: str = "") -> str:  # fmt: skip
-        """fn(series[window]) in the schema's unit."""
-        text = self.raw(fn, measurement, field, window, match, offset)
-        if self.key == "influx":
-            return text
-        spec = SPECS[measurement]
-        fam = family(spec, next(f for f in spec.fields if f.name == field))
-        if fam.divide != 1:
-            return f"{text} * {fam.divide}"
-        return f"{text} / {fam.multiply}" if fam.multiply != 1 else text
-
-
-PROMETHEUS = Flavor("prometheus", "diskprobe's Prometheus format (/metrics, textfile)", "2m")
-INFLUX = Flavor("influx", "VictoriaMetrics fed diskprobe's InfluxDB line protocol", "40s")
-FLAVORS = (PROMETHEUS, INFLUX)
-
-
 def alive(flavor: Flavor) -> str:
     points = flavor.raw("count_over_time", AGENT.name, "duration_ms", ALIVE_WINDOW)
     return f"count by (host) ({points})"
@@ -234,65 +190,12 @@ def alert_groups(fl: Flavor) -> list[dict[str, Any]]:
     return list(groups.values())
 
 
-# Recording rules: (group, evaluation interval and window, [(aggregation, fields)]).
-IO_RATES = tuple(
-    f.name for f in IO.fields
-    if f.kind != "counter" and f.type in ("int", "float") and f.name != "interval_sec"
-)
-FS_HOURLY = (
-    ("max", ("total_bytes", "used_bytes", "used_percent", "inodes_used_percent")),
-    ("min", ("avail_bytes", "responsive", "time_to_full_sec", "inodes_time_to_full_sec")),
-    ("avg", ("fill_rate_bytes_per_sec",)),
-)
-SMART_DAILY_MIN = ("health_ok",)  # a drive that failed its own check at any time of the day
-
-
-def _smart_daily() -> tuple[str, ...]:
-    return tuple(f.name for f in SMART.fields
-                 if f.type in ("int", "float", "bool") and f.name not in SMART_DAILY_MIN)
-
-
-RECORDING: tuple[tuple[str, str, tuple[tuple[str, tuple[str, ...]], ...]], ...] = (
-    ("diskprobe-io-5m", "5m", (("avg", IO_RATES), ("max", (*IO_RATES, "fail_slow")))),
-    ("diskprobe-fs-1h", "1h", FS_HOURLY),
-    ("diskprobe-smart-1d", "1d", (("max", _smart_daily()), ("min", SMART_DAILY_MIN))),
-)
-MEASUREMENT_OF = {"diskprobe-io-5m": IO.name, "diskprobe-fs-1h": FS.name,
-                  "diskprobe-smart-1d": SMART.name}
-
-
-def recorded_name(fl: Flavor, measurement: str, field: str, agg: str, window: str) -> str:
-    """level:metric:operations: diskprobe_io:await_ms:avg5m (the level: the measurement's own
-    labels, none aggregated away)."""
-    metric = fl.metric(measurement, field).removeprefix(measurement + "_")
-    return f"{measurement}:{metric}:{agg}{window}"
-
-
-def recording_groups(fl: Flavor) -> list[dict[str, Any]]:
-    groups = []
-    for name, window, aggregations in RECORDING:
-        measurement = MEASUREMENT_OF[name]
-        rules = [
-            {"record": recorded_name(fl, measurement, field, agg, window),
-             "expr": f"{agg}_over_time({fl.metric(measurement, field)}[{window}])"}
-            for agg, fields in aggregations for field in fields
-        ]
-        groups.append({"name": name, "interval": window, "rules": rules})
-    return groups
-
-
 ALERTS_HEADER = """\
 Prometheus alerting rules for diskprobe, names of {describe}.
 Generated by dashboards/generate.py from dashboards/dashgen/ (prometheus_rules.py, from the
 same alert definitions as grafana-alerts.yaml and the TICKscripts): do not edit.
 Load with rule_files (Prometheus) or -rule= (vmalert); dashboards/prometheus/README.md.
 Not here: {missing}."""
-RECORDING_HEADER = """\
-Prometheus recording rules for diskprobe's long-term series, names of {describe}.
-I/O: 5-minute mean and max of each rate; filesystems: hourly max/min/mean;
-SMART: daily max (health_ok: daily min). Generated by dashboards/generate.py: do not edit.
-Evaluate them into a long-term store: dashboards/prometheus/victoriametrics-two-store.md."""
-FILE_SUFFIX = {"prometheus": "", "influx": "-influx"}
 
 
 def render() -> dict[str, str]:

@@ -1,0 +1,54 @@
+"""The two name flavors of the Prometheus rules, one set of expressions:
+
+- "prometheus": the names diskprobe's own Prometheus format gives (`format = "prometheus"`,
+  the /metrics listener, the textfile), base units: diskprobe_io_await_seconds,
+  diskprobe_smart_life_used_ratio. serializers/prometheus.py's family() names them.
+- "influx": the names VictoriaMetrics makes of diskprobe's InfluxDB line protocol
+  (`<measurement>_<field>`, schema units, tags as labels plus `db`): diskprobe_io_await_ms.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from diskprobe.schema import MEASUREMENTS, MeasurementSpec
+from diskprobe.serializers.prometheus import family
+
+SPECS: dict[str, MeasurementSpec] = {spec.name: spec for spec in MEASUREMENTS}
+
+
+@dataclass(frozen=True)
+class Flavor:
+    key: str
+    describe: str
+    silent_window: str  # "no points for 3 intervals", at least one scrape interval
+
+    def metric(self, measurement: str, field: str) -> str:
+        if self.key == "influx":
+            return f"{measurement}_{field}"
+        spec = SPECS[measurement]
+        return family(spec, next(f for f in spec.fields if f.name == field)).name
+
+    def raw(self, fn: str, measurement: str, field: str, window: str, match: str = "",
+            offset: str = "") -> str:  # fmt: skip
+        """fn(series[window]) in the flavor's unit (for counts and comparisons)."""
+        shift = f" offset {offset}" if offset else ""
+        return f"{fn}({self.metric(measurement, field)}{match}[{window}]{shift})"
+
+    def over(self, fn: str, measurement: str, field: str, window: str, match: str = "",
+             offset: str = "") -> str:  # fmt: skip
+        """fn(series[window]) in the schema's unit."""
+        text = self.raw(fn, measurement, field, window, match, offset)
+        if self.key == "influx":
+            return text
+        spec = SPECS[measurement]
+        fam = family(spec, next(f for f in spec.fields if f.name == field))
+        if fam.divide != 1:
+            return f"{text} * {fam.divide}"
+        return f"{text} / {fam.multiply}" if fam.multiply != 1 else text
+
+
+PROMETHEUS = Flavor("prometheus", "diskprobe's Prometheus format (/metrics, textfile)", "2m")
+INFLUX = Flavor("influx", "VictoriaMetrics fed diskprobe's InfluxDB line protocol", "40s")
+FLAVORS = (PROMETHEUS, INFLUX)
+FILE_SUFFIX = {"prometheus": "", "influx": "-influx"}
