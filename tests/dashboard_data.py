@@ -258,15 +258,16 @@ def synthetic_gpu_host(real: list[Row]) -> list[Row]:
 
 
 def synthetic_agents(real: list[Row]) -> list[Row]:
-    """Heartbeats for the golden hosts; silent01 stopped reporting 2 minutes ago."""
+    """Heartbeats for the golden hosts; silent01 stopped reporting 5 minutes ago (the alert
+    fires 2 to 4 minutes into a silence)."""
     beat = next(r for r in real if r.measurement == "diskprobe_agent")
     out = [
         beat.tagged(host=host).changed(-seconds * SEC, synthetic("heartbeat of a golden host"))
         for host in (STORE, GPU) for seconds in (0, 10, 20)
     ]
     out += [
-        beat.tagged(host=SILENT).changed(-seconds * SEC, synthetic("stopped 2 minutes ago"))
-        for seconds in range(120, 1800, 10)
+        beat.tagged(host=SILENT).changed(-seconds * SEC, synthetic("stopped 5 minutes ago"))
+        for seconds in range(300, 1800, 10)
     ]
     return out
 

@@ -19,7 +19,8 @@ or more sizes, the growth and an estimate for 10,000 hosts.
 Per-size options take one value per size, colon-separated (--fs-days 30:1). VictoriaMetrics
 runs at the sizes of --victoria-at (default 100: at 1,000 hosts its back-fill of a year of
 daily points alone would take over half an hour here), the Prometheus-format pass at
---prometheus-at, the downsampling at --downsample-at.
+--prometheus-at (--victoria-formats prometheus: that pass only), the downsampling at
+--downsample-at.
 
 Exit status 1 when an alert mismatches or a query fails (no timing is judged).
 """

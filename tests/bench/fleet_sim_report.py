@@ -48,7 +48,8 @@ def describe(manifest: dict[str, Any]) -> str:
             f"{plan['smart_days']} days daily + the last day every 30 min, filesystems "
             f"{plan['fs_days']} days hourly; decommissioned {manifest['decommissioned']}; "
             f"expected alerts: {len(manifest['expected']['drives'])} failing drives, "
-            f"{len(manifest['expected']['fail_slow'])} fail-slow devices")
+            f"{len(manifest['expected']['fail_slow'])} fail-slow devices, "
+            f"{len(manifest['expected'].get('stuck', []))} mounts not answering")
 
 
 def _seconds(value: float) -> str:
