@@ -271,6 +271,7 @@ def test_unresponsive_sec_counts_from_the_first_point_and_restarts_after_an_answ
     assert seconds(1340) == "gone"
     mounted[0] = True
     assert seconds(1350) == 0  # unmounted and mounted again: not the old hang's count
+    assert [seconds(t) for t in (1290, 1300)] == [0, 10]  # clock stepped back: never below 0
 
 
 def test_worker_process_answers_like_statvfs_and_survives_its_own_death() -> None:

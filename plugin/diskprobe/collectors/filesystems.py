@@ -134,6 +134,8 @@ class FilesystemsCollector(BaseCollector[FilesystemsConfig]):
             self._unresponsive_since.pop(path, None)
             return
         since = self._unresponsive_since.setdefault(path, now)
+        if now < since:  # the wall clock was stepped back: count from here, never below 0
+            since = self._unresponsive_since[path] = now
         # Points are aligned to the interval: round, so the 30th 10 s point says 300, not 299.
         fields["unresponsive_sec"] = round(now - since)
 
