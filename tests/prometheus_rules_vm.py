@@ -8,6 +8,7 @@ and tests/bench/bench_downsampling_vm.py.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import time
@@ -36,11 +37,13 @@ class Store(VictoriaMetrics):
         root.mkdir(parents=True, exist_ok=True)
         # No result cache: the tests query again right after writing.
         super().__init__(root, retention, ("-search.disableCache",))
+        self.written: set[str] = set()  # metric names write() sent, for settled()
 
     def write(self, metrics: Iterable[Metric], batch: int = 20_000) -> int:
         """diskprobe's own line protocol, as its InfluxDB output sends it; returns bytes sent."""
         serializer, pending, sent = InfluxSerializer(), [], 0
         for metric in metrics:
+            self.written.update(f"{metric.measurement}_{name}" for name in metric.fields)
             pending.append(metric)
             if len(pending) >= batch:
                 sent += self.post(serializer.serialize(pending))
@@ -64,14 +67,22 @@ class Store(VictoriaMetrics):
     def flush(self) -> None:
         urllib.request.urlopen(self.url + "/internal/force_flush", timeout=30).read()
 
-    def settled(self, match: str, seconds: float = 90.0) -> list[dict[str, Any]]:
-        """export(match) once the server returns the same non-empty answer twice: what
-        /write accepted is searchable only after the server's next in-memory flush."""
+    def settled(self, match: str, seconds: float = 90.0,
+                names: frozenset[str] = frozenset()) -> list[dict[str, Any]]:
+        """export(match) once the server returns the same non-empty answer twice, holding
+        every metric of `names` and every one write() sent that `match`'s name regex selects:
+        what /write accepted is searchable only after the server's next in-memory flush, and
+        on a loaded machine not all of one post at once (seen under CI: the agent and io
+        series twice alike, the fs ones not yet)."""
+        pattern = re.search(r'__name__=~"([^"]*)"', match)
+        if pattern:
+            names |= {name for name in self.written if re.fullmatch(pattern[1], name)}
         deadline, last = time.monotonic() + seconds, None
         while time.monotonic() < deadline:
             self.flush()
             rows = sorted(self.export(match), key=lambda row: json.dumps(row, sort_keys=True))
-            if rows and rows == last:
+            present = {row["metric"]["__name__"] for row in rows}
+            if rows and rows == last and names <= present:
                 return rows
             last = rows
             time.sleep(0.5)

@@ -160,7 +160,8 @@ def test_a_real_run_gives_the_same_series_in_both_paths(tmp_path: Path) -> None:
     store.start()
     try:
         store.post(_diskprobe_once(tmp_path, "influx"))
-        rows = store.settled('{__name__=~"diskprobe_(agent|io|fs)_.*"}')
+        rows = store.settled('{__name__=~"diskprobe_(agent|io|fs)_.*"}',
+                             names=frozenset(INFLUX.metric(m, f) for m, f in ALWAYS))
     finally:
         store.stop()
     for measurement, field in ALWAYS:
