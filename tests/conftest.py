@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import sys
 import uuid
 from pathlib import Path
 from typing import Iterator
@@ -11,6 +12,7 @@ from typing import Iterator
 import pytest
 from hypothesis import settings
 
+import leftovers
 from victoria_server import VM_BINARY, VictoriaMetrics
 from write_api import write_api  # noqa: F401  (a fixture: tests/write_api.py)
 
@@ -59,6 +61,15 @@ def influx_db(influxdb: InfluxServer) -> tuple[InfluxServer, str]:
     name = f"test_{next(_database_numbers)}_{uuid.uuid4().hex[:8]}"
     influxdb.create_database(name)
     return influxdb, name
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    # Once per run (the xdist controller, or the only process): a killed earlier run's FUSE
+    # mounts, which no longer answer statfs, would otherwise fail every test that lists the
+    # host's mounts (tests/leftovers.py).
+    if not hasattr(session.config, "workerinput"):
+        for line in leftovers.reap():
+            print(f"tests: {line}", file=sys.stderr)
 
 
 def pytest_configure(config: pytest.Config) -> None:

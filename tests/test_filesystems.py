@@ -28,6 +28,9 @@ from helpers import assert_schema
 # Real mounts here: ext4 "/" plus the tmpfs and devtmpfs ones, for more than one sample.
 CONFIG = FilesystemsConfig(ignore_fs=[t for t in PSEUDO_FILESYSTEMS if "tmpfs" not in t])
 UNRESPONSIVE_FIELDS = {"responsive", "unresponsive_sec"}  # all a mount not answering sends
+# The tests that count warnings or errors look at "/" and /dev/shm only: a mount of this host
+# that really does not answer (a stale NFS, a dead FUSE) is not theirs to count.
+ROOT_AND_SHM = FilesystemsConfig(mount_points=["/", "/dev/shm"], ignore_fs=CONFIG.ignore_fs)
 
 def _same_filesystem(result: object, path: str) -> bool:
     """The helper's statvfs of `path`: its size fields, not its free counts, which another
@@ -158,7 +161,7 @@ def test_stuck_mount_is_reported_unresponsive_once_logged_and_not_probed_again(
 ) -> None:
     statvfs = BlockingStatvfs("/dev/shm")
     prober = StatfsProber(1.0, ThreadStatfs(statvfs))
-    collector, log = _collector(tmp_path, prober=prober)
+    collector, log = _collector(tmp_path, ROOT_AND_SHM, prober=prober)
     for _ in range(3):
         by_path = {m.tags["path"]: m for m in collector.collect().metrics}
         assert set(by_path["/dev/shm"].fields) == UNRESPONSIVE_FIELDS
@@ -186,7 +189,9 @@ def test_statfs_errors_are_counted_and_logged_once(tmp_path: Path) -> None:
             raise PermissionError(13, "Permission denied")
         return os.statvfs(path)
 
-    collector, log = _collector(tmp_path, prober=StatfsProber(1.0, ThreadStatfs(failing)))
+    collector, log = _collector(
+        tmp_path, ROOT_AND_SHM, prober=StatfsProber(1.0, ThreadStatfs(failing))
+    )
     for _ in range(2):
         collection = collector.collect()
         assert collection.errors == 1
@@ -225,7 +230,7 @@ def test_dead_fuse_or_stale_nfs_errors_report_unresponsive(tmp_path: Path) -> No
             raise OSError(107, "Transport endpoint is not connected")  # ENOTCONN
         return os.statvfs(path)
 
-    collector, log = _collector(tmp_path, prober=StatfsProber(1.0, ThreadStatfs(dead)))
+    collector, log = _collector(tmp_path, ROOT_AND_SHM, prober=StatfsProber(1.0, ThreadStatfs(dead)))
     for _ in range(2):
         collection = collector.collect()
         by_path = {m.tags["path"]: m for m in collection.metrics}
