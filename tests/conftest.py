@@ -12,7 +12,7 @@ from typing import Iterator
 import pytest
 from hypothesis import settings
 
-import leftovers
+import stale_mounts
 from victoria_server import VM_BINARY, VictoriaMetrics
 from write_api import write_api  # noqa: F401  (a fixture: tests/write_api.py)
 
@@ -66,9 +66,9 @@ def influx_db(influxdb: InfluxServer) -> tuple[InfluxServer, str]:
 def pytest_sessionstart(session: pytest.Session) -> None:
     # Once per run (the xdist controller, or the only process): a killed earlier run's FUSE
     # mounts, which no longer answer statfs, would otherwise fail every test that lists the
-    # host's mounts (tests/leftovers.py).
+    # host's mounts (tests/stale_mounts.py).
     if not hasattr(session.config, "workerinput"):
-        for line in leftovers.reap():
+        for line in stale_mounts.reap():
             print(f"tests: {line}", file=sys.stderr)
 
 

@@ -237,6 +237,9 @@ def synthetic_fs(real: list[Row]) -> list[Row]:
 # (device, util_percent, await_ms): the HDD and the second NVMe queue; the first NVMe is busy
 # (100 % util) but fast, which %util alone would call saturated.
 DISKS = (("sdb", 97.0, 180.0), ("nvme0n1", 100.0, 0.4), ("nvme1n1", 99.0, 25.0))
+# Slow but not busy the whole 15 minutes: sdc's %util dropped to 60 once, 5 minutes ago, and
+# sdd is slow at 40 % util; neither is saturated (the alerts' util gate keeps them out).
+NOT_SATURATED = (("sdc", 97.0, 180.0, 300), ("sdd", 40.0, 200.0, -1))
 
 
 def synthetic_gpu_host(real: list[Row]) -> list[Row]:
@@ -244,7 +247,8 @@ def synthetic_gpu_host(real: list[Row]) -> list[Row]:
     io = next(r for r in real if r.measurement == "diskprobe_io")
     out: list[Row] = []
     for seconds in range(0, 1200, 10):
-        for device, util, wait in DISKS:
+        for device, util, wait, dip_at in (*((*disk, -1) for disk in DISKS), *NOT_SATURATED):
+            util = 60.0 if seconds == dip_at else util
             out.append(io.tagged(host=GPU, device=device).changed(
                 -seconds * SEC, synthetic(f"{device} at {util:g} % util, await {wait:g} ms"),
                 util_percent=util, await_ms=wait, read_await_ms=wait, queue_size=util / 10))

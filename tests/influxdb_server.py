@@ -18,6 +18,8 @@ import urllib.request
 from pathlib import Path
 from typing import Any, Optional
 
+import psutil
+
 from ports import free_ports
 
 START_TIMEOUT_SEC = 30.0
@@ -145,6 +147,18 @@ class InfluxServer:
         assert last_error is not None
         raise last_error
 
+    def _listening(self) -> bool:
+        """Our influxd holds the HTTP port: a server that took the port between free_ports()
+        and influxd's bind answers /ping as well (seen: a benchmark's server beside the test
+        suite answered from a test's influxd, whose own bind had failed)."""
+        assert self._process is not None
+        try:
+            connections = psutil.Process(self._process.pid).net_connections("tcp")
+        except psutil.Error:
+            return False
+        return any(c.status == psutil.CONN_LISTEN and c.laddr.port == self.http_port
+                   for c in connections)  # fmt: skip
+
     def _start_once(self) -> None:
         self.http_port, self.rpc_port = free_ports(2)
         config_path = self._root / "influxdb.conf"
@@ -168,7 +182,7 @@ class InfluxServer:
             code = self._process.poll()
             if code is not None:
                 raise InfluxError(f"influxd exited with code {code} at start-up{self._log_tail()}")
-            if self._ping():
+            if self._ping() and self._listening():
                 return
             time.sleep(0.05)
         raise InfluxError(

@@ -24,24 +24,22 @@ from typing import Any
 import pytest
 
 import dashboard_data as data
+import grafana_rule_eval
 from dashboard_data import GPU, PROBE, SILENT, STORE, Row
 from dashboard_eval import (
     ALL,
     Known,
     _depths,
     chronograf_expand,
-    grafana_alert_query,
     grafana_expand,
     kapacitor_level,
     kapacitor_statement,
     leftovers,
     panel_seconds,
     parse_tick,
-    reduce_last,
     relative_seconds,
     run,
     tag_values,
-    threshold,
     unknown_references,
     write_rows,
 )
@@ -591,18 +589,9 @@ def test_grafana_rules_fire_for_exactly_the_expected_cases(
     fired: dict[Labels, str] = {}
     now_ms = time.time_ns() // 10**6 + 1
     for rule in rules:
-        query_node, _, threshold_node = rule["data"][:3]
-        query = grafana_alert_query(query_node["model"]["query"],
-                                    query_node["relativeTimeRange"], now_ms)
-        assert not leftovers(query), query
-        evaluator = threshold_node["model"]["conditions"][0]["evaluator"]
-        group_by = re.findall(r'"([^"]+)"', query.rsplit(" GROUP BY ", 1)[1])
-        for series in run(server, db, query):
-            value = reduce_last(series)
-            if value is not None and threshold(evaluator["type"], evaluator["params"], value):
-                labels = _labels(series, group_by)
-                assert labels not in fired, f"{labels} fires at two severities"
-                fired[labels] = rule["labels"]["severity"]
+        for labels, severity in grafana_rule_eval.fired(server, db, rule, now_ms).items():
+            assert labels not in fired, f"{labels} fires at two severities"
+            fired[labels] = severity
     assert fired == expected_firing(rows)[uid]
 
 

@@ -230,7 +230,9 @@ def test_dead_fuse_or_stale_nfs_errors_report_unresponsive(tmp_path: Path) -> No
             raise OSError(107, "Transport endpoint is not connected")  # ENOTCONN
         return os.statvfs(path)
 
-    collector, log = _collector(tmp_path, ROOT_AND_SHM, prober=StatfsProber(1.0, ThreadStatfs(dead)))
+    collector, log = _collector(
+        tmp_path, ROOT_AND_SHM, prober=StatfsProber(1.0, ThreadStatfs(dead))
+    )
     for _ in range(2):
         collection = collector.collect()
         by_path = {m.tags["path"]: m for m in collection.metrics}

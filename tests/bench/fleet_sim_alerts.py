@@ -23,6 +23,7 @@ from typing import Any
 from fleet_sim_queries import DASHBOARDS, grafana_rules
 
 import dashboard_eval as ev
+import grafana_rule_eval
 
 from influxdb_server import InfluxServer
 
@@ -39,25 +40,14 @@ class Fired:
     kapacitor: dict[str, dict[Labels, str]] = field(default_factory=dict)
 
 
-def _group_tags(query: str) -> list[str]:
-    return re.findall(r'"([^"]+)"', query.rsplit(" GROUP BY ", 1)[1])
-
-
 def evaluate_grafana(server: InfluxServer, db: str,
                      anchor_ns: int) -> dict[str, dict[Labels, str]]:
     fired: dict[str, dict[Labels, str]] = {}
     for rule in grafana_rules():
         uid = re.sub(r"-(warn|crit)$", "", rule["uid"])
-        query_node, _, threshold_node = rule["data"][:3]
-        query = ev.grafana_alert_query(query_node["model"]["query"],
-                                       query_node["relativeTimeRange"], anchor_ns // 10**6 + 1)
-        evaluator = threshold_node["model"]["conditions"][0]["evaluator"]
-        names = _group_tags(query)
-        for series in ev.run(server, db, query):
-            value = ev.reduce_last(series)
-            if value is not None and ev.threshold(evaluator["type"], evaluator["params"], value):
-                labels = tuple(series["tags"].get(name, "") for name in names)
-                fired.setdefault(uid, {})[labels] = rule["labels"]["severity"]
+        found = grafana_rule_eval.fired(server, db, rule, anchor_ns // 10**6 + 1)
+        if found:
+            fired.setdefault(uid, {}).update(found)
     return fired
 
 

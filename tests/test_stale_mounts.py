@@ -1,4 +1,4 @@
-"""tests/leftovers.py on a real killed run: a fuse_delay mount whose daemon got SIGKILL.
+"""tests/stale_mounts.py on a real killed run: a fuse_delay mount whose daemon got SIGKILL.
 
 The scenario runs in a private mount namespace (`unshare --mount`), so the dead mount it makes
 is seen by no other test; its loop device is global but idle, and detached by the reaper (or by
@@ -26,7 +26,7 @@ SCENARIO = r"""
 import errno, json, os, signal, subprocess, sys, time
 from pathlib import Path
 sys.path.insert(0, sys.argv[1])
-import leftovers
+import stale_mounts
 
 base = Path(sys.argv[2])
 dead, live = base / "failslow-dead" / "mnt", base / "live" / "mnt"
@@ -50,7 +50,7 @@ try:
         before = "answers"
     except OSError as error:
         before = errno.errorcode[error.errno]
-    lines = leftovers.reap()
+    lines = stale_mounts.reap()
     print(json.dumps({
         "before": before, "lines": lines, "loop": os.path.basename(loop),
         "dead_mounted": os.path.ismount(dead), "workdir_left": dead.parent.exists(),
