@@ -17,6 +17,11 @@ from typing import NoReturn
 
 import pytest
 
+# How long a test waits for what should take a fraction of a second before calling it a hang.
+# Never a bound on speed (docs/testing.md): a test whose peer must not be waited for makes
+# that peer never answer, so only a hang, the bug, gets anywhere near it.
+HANG_GUARD_SEC = 60.0
+
 
 def under_ci() -> bool:
     """CI set to anything but empty, 0, false or no (.ci/run, GitHub and GitLab set "true")."""

@@ -6,9 +6,10 @@ file exists; getattr and readdir of its root keep answering. Its call log record
 the mount is reported with only responsive=false (and unresponsive_sec, counting from its
 first such point) once its call timed out, one W! line when it goes stuck and one I! line when
 it answers again, at most one outstanding call per mount, every other mount and the
-diskprobe_io points still in the same batch, the loop keeps its interval, and diskprobe exits
-promptly at the end of its input even while a statfs of its is stuck. A mount whose daemon died
-(every call fails with ENOTCONN) is still reported, as responsive=false.
+diskprobe_io points still in the same batch, the loop keeps batching, never waiting for the
+stuck call, and diskprobe exits at the end of its input without waiting for a statfs of its
+that is stuck. A mount whose daemon died (every call fails with ENOTCONN) is still reported, as
+responsive=false.
 
 How diskprobe does it: the statvfs calls run in a helper process, `python -m
 diskprobe.sources.statfs_worker` (one scanning thread, handed over to a fresh one by a watchdog
@@ -34,6 +35,22 @@ What a statfs caught in a wedged FUSE daemon does, checked on the development VM
   (fusectl mounted there), N being the minor of the mount's 0:N device in mountinfo. stat() of
   the mount point would itself be a FUSE request, so N comes from /proc/self/mountinfo. The call
   then fails with ENOTCONN, as does every later one until the mount is gone.
+
+No check here bounds a duration from above (the figures are measured by
+tests/bench/bench_hung_mount.py, never asserted): each test keeps the mount hung while it checks,
+so a regression that waits for the hung statfs hangs, and every wait for something to happen
+fails only after HANG_GUARD_SEC, far beyond what a loaded machine adds. The evidence is causal:
+* a collect, a batch, close() or diskprobe's exit "did not wait for the stuck mount" when it
+  returned while the flag still blocks statfs, its statfs request still waiting in the worker's
+  kernel, and the daemon's log holds no further request from that worker;
+* "never waits for it again, not even for the timeout": once the mount is stuck, the in-process
+  tests raise the prober's timeout to an hour (NEVER_SEC), so a later collect that waited for
+  the stuck call at all would run into the hang guard;
+* the first collect or batch, which must wait the timeout, is checked from below (it took at
+  least the timeout, which no slow machine can make false) and by what it reports.
+Out of process, that a later batch does not wait the timeout again (a bounded wait) shows only
+in its duration: the in-process tests check it in the same FilesystemsCollector and
+StatfsProber that diskprobe runs, and the benchmark measures the batches.
 
 So every test tears down through the fixtures' finalizers: flag removed, connection aborted, the
 collector closed or diskprobe stopped, each statfs worker gone (a worker left stuck behind by a
@@ -77,7 +94,7 @@ from diskprobe.roots import HostRoots
 from diskprobe.sources.statfs import StatfsProber, WorkerStatfs
 from diskprobe.state import StateStore
 
-from ci import skip_or_fail
+from ci import HANG_GUARD_SEC, skip_or_fail
 from lineproto import Point, parse_lines
 
 # Serial (tests/lanes.py): a hung FUSE mount is seen by every process that lists the mounts, so
@@ -94,31 +111,24 @@ FUSECTL = Path("/sys/fs/fuse/connections")
 SIZE_FIELDS = ("total_bytes", "used_bytes", "free_bytes", "avail_bytes")
 ENOTCONN_TEXT = os.strerror(107)  # "Transport endpoint is not connected"
 
-MOUNT_TIMEOUT_SEC = 10.0
-HELPER_EXIT_TIMEOUT_SEC = 5.0
-UNBLOCK_TIMEOUT_SEC = 5.0  # a released or aborted request returns to its caller
-WORKER_EXIT_TIMEOUT_SEC = 5.0  # a closed worker with nothing stuck ends
+# Every wait for something to happen (mounted, answered, exited, a batch) fails only after this:
+# far beyond what a loaded machine adds (a CPU hog beside 4 workers on 2 cores: tenths of a
+# second, seconds at worst), so only a hang (a regression that waits for the statfs of a mount
+# that answers nothing while the test checks) reaches it.
+# Cleanup steps that escalate (SIGTERM, then SIGKILL; EOF, then abort and kill): not checks.
+HELPER_EXIT_GRACE_SEC = 5.0
+EXIT_GRACE_SEC = 5.0
 
 # In process (a, d, e)
-# Timeouts long beside what a loaded machine adds to a collect (a CPU hog beside 4 workers on
-# 2 cores: tenths of a second), so "did not wait for the stuck mount" is anything under 80 %
-# of the timeout and "waited once, not twice" anything under 1.8 times it.
-STAT_TIMEOUT_SEC = 2.0
-FIRST_COLLECT_SLACK_SEC = 1.6  # the first collect waits the timeout once (not twice), plus this
-QUICK_COLLECT_SEC = 1.6  # under STAT_TIMEOUT_SEC: a collect that did not wait for the stuck mount
+STAT_TIMEOUT_SEC = 2.0  # the first collect's; a healthy mount answers well within it
+NEVER_SEC = 3600.0  # the prober's timeout once the mount is stuck: see InProcess.never_time_out
 STUCK_COLLECTS = 3  # collects while the mount is stuck: one statfs request for all of them
-CLOSE_SEC = 2.0  # FilesystemsCollector.close() does not wait for the stuck worker (forever)
 
 # Out of process (b, c)
-LOOP_STAT_TIMEOUT = "1s"
-LOOP_TIMEOUT_MS = 1000.0
-FIRST_BATCH_SLACK_MS = 800.0  # the first batch (no prime for filesystems) waits the timeout once
-START_TIMEOUT_SEC = 15.0  # interpreter start-up, prime() and the first batch, on a slow runner
-RUN_SEC = 6.0  # batches watched after the first one
+LOOP_STAT_TIMEOUT = "2s"
+LOOP_TIMEOUT_MS = 2000.0
+BATCHES = 4  # batches watched, the first included
 CADENCE_SEC = 2.0
-CADENCE_TOLERANCE_SEC = 0.8  # under LOOP_TIMEOUT_MS: no batch waited for the hung mount
-BATCH_FS_DURATION_MS = 800.0  # under LOOP_TIMEOUT_MS: a later batch never waits for the stuck mount
-EXIT_TIMEOUT_SEC = 2.0  # diskprobe exits this soon after EOF on stdin, stuck statfs or not
 
 
 def _ours_or_gone(pid: int) -> bool:
@@ -283,8 +293,21 @@ class HungMount:
         """statfs requests the daemon received from process `pid`."""
         return self.callers().count(pid)
 
+    def wait_call_from(self, pid: int) -> None:
+        """The daemon has received a statfs request from `pid` (the one that hangs: a caller
+        gives up on it after its timeout, maybe before the request has reached the daemon)."""
+        assert _wait_until(lambda: self.calls_from(pid) > 0, HANG_GUARD_SEC), self.callers()
+
+    def assert_still_hung(self, pid: int) -> None:
+        """statfs still blocks, and process `pid` still waits in the kernel for its request:
+        whatever returned meanwhile did not wait for that call to return."""
+        assert self.flag.exists()
+        assert _wait_until(lambda: bool(_blocked_in_fuse(pid)), HANG_GUARD_SEC), (
+            f"{pid} is not waiting in a FUSE request: {_task_states(pid)}"
+        )
+
     def wait_mounted(self) -> None:
-        deadline = time.monotonic() + MOUNT_TIMEOUT_SEC
+        deadline = time.monotonic() + HANG_GUARD_SEC
         while not _fuse_minors(self.path):
             if self.process.poll() is not None or time.monotonic() > deadline:
                 pytest.fail(
@@ -301,7 +324,7 @@ class HungMount:
     def kill_daemon(self) -> None:
         """The daemon dies: the kernel aborts the connection, the mount stays (ENOTCONN)."""
         self.process.kill()
-        self.process.wait(HELPER_EXIT_TIMEOUT_SEC)
+        self.process.wait(HANG_GUARD_SEC)
 
     def abort(self) -> None:
         """Abort the FUSE connection: every request on it fails with ENOTCONN, now and later."""
@@ -321,28 +344,27 @@ class HungMount:
                 subprocess.run(["umount", "-l", self.path], check=False)
             self.process.terminate()
             try:
-                self.process.wait(HELPER_EXIT_TIMEOUT_SEC)
+                self.process.wait(HELPER_EXIT_GRACE_SEC)
             except subprocess.TimeoutExpired:
                 self.process.kill()
-                self.process.wait(HELPER_EXIT_TIMEOUT_SEC)
+                self.process.wait(HANG_GUARD_SEC)
             if self.mounted_fusectl:
                 subprocess.run(["umount", str(FUSECTL)], check=False)
         # No process that called statfs on the mount (the workers) still waits in the kernel.
         callers = set(self.callers())
-        _wait_until(lambda: not any(_blocked_in_fuse(pid) for pid in callers), UNBLOCK_TIMEOUT_SEC)
+        _wait_until(lambda: not any(_blocked_in_fuse(pid) for pid in callers), HANG_GUARD_SEC)
         blocked = {pid: _blocked_in_fuse(pid) for pid in callers if _blocked_in_fuse(pid)}
         assert not blocked, f"statfs callers still blocked: {blocked}"
         assert not _blocked_in_fuse(os.getpid()), _task_states(os.getpid())
         assert not _fuse_minors(self.path), f"{self.path} is still mounted"
 
 
-@pytest.fixture
-def hung_mount(tmp_path: Path) -> Iterator[HungMount]:
-    """A FUSE mount whose statfs hangs from the start (until `release()`)."""
-    _require_fuse()
-    mountpoint = tmp_path / "hung"
+def start_hung_mount(directory: Path) -> HungMount:
+    """fuse_hang.py serving DIRECTORY/hung, mounted, its statfs hanging from the start (until
+    `release()`); `close()` it (tests/bench/bench_hung_mount.py uses this too)."""
+    mountpoint = directory / "hung"
     mountpoint.mkdir()
-    flag, calls, log = tmp_path / "statfs-hangs", tmp_path / "statfs-calls", tmp_path / "fuse.log"
+    flag, calls, log = (directory / name for name in ("statfs-hangs", "statfs-calls", "fuse.log"))
     flag.touch()
     calls.touch()
     with open(log, "wb") as log_file:
@@ -364,6 +386,18 @@ def hung_mount(tmp_path: Path) -> Iterator[HungMount]:
     mount = HungMount(str(mountpoint), flag, calls, process, log)
     try:
         mount.wait_mounted()
+    except BaseException:
+        mount.close()
+        raise
+    return mount
+
+
+@pytest.fixture
+def hung_mount(tmp_path: Path) -> Iterator[HungMount]:
+    """A FUSE mount whose statfs hangs from the start (until `release()`)."""
+    _require_fuse()
+    mount = start_hung_mount(tmp_path)
+    try:
         yield mount
     finally:
         mount.close()
@@ -381,10 +415,37 @@ class InProcess:
     workers: list[subprocess.Popen[bytes]] = field(default_factory=list)  # seen, for teardown
 
     def collect(self) -> tuple[Collection, dict[str, Metric], float]:
+        """One collect, in a thread: one that waits for the hung statfs fails the test at
+        HANG_GUARD_SEC instead of hanging it (the finalizer's abort then lets it return)."""
+        done: list[Collection] = []
+        failed: list[BaseException] = []
+
+        def run() -> None:
+            try:
+                done.append(self.collector.collect())
+            except BaseException as error:  # re-raised in the test's thread
+                failed.append(error)
+
+        collector = threading.Thread(target=run, name="collect", daemon=True)
         started = time.monotonic()
-        collection = self.collector.collect()
+        collector.start()
+        collector.join(HANG_GUARD_SEC)
         took = time.monotonic() - started
+        if collector.is_alive():
+            pytest.fail(
+                f"collect() still running after {took:.0f}s: it waits for the hung statfs",
+                pytrace=False,
+            )
+        if failed:
+            raise failed[0]
+        collection = done[0]
         return collection, {m.tags["path"]: m for m in collection.metrics}, took
+
+    def never_time_out(self) -> None:
+        """From now on a statfs call is given an hour. The mount already stuck is not probed
+        nor waited for again, so the collects still return at once; one that waited for the
+        stuck call, even only for its timeout, would now run into the hang guard."""
+        self.prober.timeout = NEVER_SEC
 
     def worker(self) -> subprocess.Popen[bytes]:
         process = self.backend.helper_process
@@ -400,64 +461,88 @@ class InProcess:
 
     def wait_returned(self) -> None:
         """The outstanding (stuck) calls have returned to the prober, whatever their result."""
-        assert _wait_until(lambda: not self.prober.stuck(), UNBLOCK_TIMEOUT_SEC), (
+        assert _wait_until(lambda: not self.prober.stuck(), HANG_GUARD_SEC), (
             f"statfs still outstanding: {self.prober.stuck()}"
         )
 
 
-@pytest.fixture
-def in_process(hung_mount: HungMount, tmp_path: Path) -> Iterator[InProcess]:
-    """A FilesystemsCollector (stat_timeout 1s) with the default backend, the worker process."""
+def make_in_process(directory: Path, timeout: float) -> InProcess:
+    """A FilesystemsCollector with the default backend, the worker process, logging to a
+    string (tests/bench/bench_hung_mount.py uses this too)."""
     stream = io.StringIO()
     log = Logger(stream)
-    state = StateStore(str(tmp_path / "state.json"), log)
-    config = FilesystemsConfig(ignore_fs=IGNORE_FS, stat_timeout=STAT_TIMEOUT_SEC)
+    state = StateStore(str(directory / "state.json"), log)
+    config = FilesystemsConfig(ignore_fs=IGNORE_FS, stat_timeout=timeout)
     backend = WorkerStatfs()
-    prober = StatfsProber(STAT_TIMEOUT_SEC, backend)
+    prober = StatfsProber(timeout, backend)
     context = CollectorContext(HostRoots(), log, state)
     collector = FilesystemsCollector(config, context, prober=prober)
-    setup = InProcess(collector, prober, backend, stream)
+    return InProcess(collector, prober, backend, stream)
+
+
+@pytest.fixture
+def in_process(hung_mount: HungMount, tmp_path: Path) -> Iterator[InProcess]:
+    """make_in_process() with stat_timeout STAT_TIMEOUT_SEC."""
+    setup = make_in_process(tmp_path, STAT_TIMEOUT_SEC)
     try:
         yield setup
     finally:
         # The worker's stuck call fails with ENOTCONN; closed, the worker then ends at once.
         hung_mount.release()
         hung_mount.abort()
-        if backend.helper_process is not None:
+        if setup.backend.helper_process is not None:
             setup.worker()
-        collector.close()
+        setup.collector.close()
         stuck: dict[int, dict[str, str]] = {}
         for worker in setup.workers:
             try:
-                worker.wait(WORKER_EXIT_TIMEOUT_SEC)
+                worker.wait(HANG_GUARD_SEC)
             except subprocess.TimeoutExpired:
                 stuck[worker.pid] = _task_states(worker.pid)
                 worker.kill()
-                worker.wait(WORKER_EXIT_TIMEOUT_SEC)
+                worker.wait(HANG_GUARD_SEC)
         assert not stuck, f"statfs workers did not exit once closed: threads {stuck}"
+
+
+def _first_collect(hung_mount: HungMount, in_process: InProcess) -> dict[str, Metric]:
+    """The collect that meets the hung mount first: it gives it the whole timeout (a lower
+    bound: waiting at least that long cannot fail on a slow machine), then reports it
+    unresponsive and says so once, while the request still hangs in the worker."""
+    path = hung_mount.path
+    _, points, took = in_process.collect()
+    assert took >= STAT_TIMEOUT_SEC, f"did not wait the timeout: {took:.3f}s"
+    assert _unresponsive(points[path].fields)
+    assert points[path].tags["fstype"] == FSTYPE
+    assert points["/"].fields["responsive"] is True
+    warnings = in_process.lines("W! ", path)
+    assert len(warnings) == 1, in_process.stream.getvalue()
+    assert f"did not answer within {STAT_TIMEOUT_SEC:g}s" in warnings[0], warnings
+    assert in_process.prober.stuck() == [path]
+    worker = in_process.worker()
+    hung_mount.wait_call_from(worker.pid)
+    hung_mount.assert_still_hung(worker.pid)
+    return points
 
 
 def test_collector_reports_the_hung_mount_and_waits_for_it_only_once(
     hung_mount: HungMount, in_process: InProcess
 ) -> None:
     path = hung_mount.path
-
-    _, points, took = in_process.collect()
-    assert STAT_TIMEOUT_SEC <= took < STAT_TIMEOUT_SEC + FIRST_COLLECT_SLACK_SEC, took
-    assert _unresponsive(points[path].fields)
-    assert points[path].tags["fstype"] == FSTYPE
-    assert points["/"].fields["responsive"] is True
+    points = _first_collect(hung_mount, in_process)
     assert all(points["/"].fields[name] for name in SIZE_FIELDS), points["/"].fields
-    assert len(in_process.lines("W! ", path)) == 1, in_process.stream.getvalue()
     worker = in_process.worker()
 
+    # Not waited for again: with an hour's timeout from now on, these collects return (before
+    # the hang guard) only if they neither wait for the outstanding call nor probe it afresh.
+    in_process.never_time_out()
     for _ in range(STUCK_COLLECTS - 1):
-        _, points, took = in_process.collect()
-        assert took < QUICK_COLLECT_SEC, f"waited for the stuck mount again: {took:.3f}s"
+        _, points, _ = in_process.collect()
         assert _unresponsive(points[path].fields)
         assert points["/"].fields["responsive"] is True
-    # One request for all the collects (no second call while the first is outstanding), made by
-    # the worker: nothing of this process waits on the mount.
+    # They returned while the first request still hangs. One request for all the collects (no
+    # second call while the first is outstanding), made by the worker: nothing of this
+    # process waits on the mount.
+    hung_mount.assert_still_hung(worker.pid)
     assert hung_mount.callers() == [worker.pid]
     assert in_process.prober.stuck() == [path]
     assert not _blocked_in_fuse(os.getpid()), _task_states(os.getpid())
@@ -467,8 +552,7 @@ def test_collector_reports_the_hung_mount_and_waits_for_it_only_once(
     # The daemon answers again; the outstanding call returns, the next collect probes afresh.
     hung_mount.release()
     in_process.wait_returned()
-    _, points, took = in_process.collect()
-    assert took < QUICK_COLLECT_SEC, took
+    _, points, _ = in_process.collect()
     fields = points[path].fields
     assert fields["responsive"] is True
     assert fields["total_bytes"] == 25_600 * 4096 and fields["avail_bytes"] == 10_240 * 4096
@@ -484,20 +568,21 @@ def test_a_mount_whose_daemon_died_is_still_reported_unresponsive(
     hung_mount: HungMount, in_process: InProcess
 ) -> None:
     path = hung_mount.path
-    _, points, _ = in_process.collect()
-    assert _unresponsive(points[path].fields)  # stuck
+    _first_collect(hung_mount, in_process)  # stuck
+    worker = in_process.worker()
 
     # The wedged daemon dies: the kernel aborts its connection, the stuck call fails with
-    # ENOTCONN, and so does every later one; the mount stays in the mount table.
+    # ENOTCONN, and so does every later one; the mount stays in the mount table. With an
+    # hour's timeout, each collect below returns only if the calls fail rather than hang.
+    in_process.never_time_out()
     hung_mount.kill_daemon()
     in_process.wait_returned()
     for number in range(2):
-        collection, points, took = in_process.collect()
-        assert took < QUICK_COLLECT_SEC, (number, took)
+        collection, points, _ = in_process.collect()
         assert path in points, f"collect {number}: the dead mount was dropped"
         assert _unresponsive(points[path].fields), (number, points[path])
         assert points[path].tags["fstype"] == FSTYPE
-        assert collection.errors >= 1, number
+        assert collection.errors >= 1, number  # an error, not a timeout
         assert points["/"].fields["responsive"] is True
     # Timed out, then ENOTCONN: one W! line for each, none repeated, no recovery claimed.
     warnings = in_process.lines("W! ", path)
@@ -507,28 +592,31 @@ def test_a_mount_whose_daemon_died_is_still_reported_unresponsive(
     # The later calls fail in the kernel. One fresh call may still reach the daemon while it
     # is dying (its log then names the calling thread, which has exited since); none after.
     callers = hung_mount.callers()
-    assert callers[0] == in_process.worker().pid and len(callers) <= 2, callers
+    assert callers[0] == worker.pid and len(callers) <= 2, callers
 
 
 def test_close_does_not_wait_for_a_worker_stuck_in_the_kernel(
     hung_mount: HungMount, in_process: InProcess
 ) -> None:
-    _, points, _ = in_process.collect()
-    assert _unresponsive(points[hung_mount.path].fields)
+    _first_collect(hung_mount, in_process)
     worker = in_process.worker()
 
-    # close() in a thread: were it to wait for the worker, the abort below still frees it.
+    # close() in a thread, the mount still hung: were close() to wait for the worker, which
+    # cannot end while its call hangs, it would wait for ever, and the hang guard ends that.
     closer = threading.Thread(target=in_process.collector.close, name="close", daemon=True)
-    started = time.monotonic()
     closer.start()
-    closer.join(CLOSE_SEC)
-    took = time.monotonic() - started
+    closer.join(HANG_GUARD_SEC)
     blocked = closer.is_alive()
-    # The worker cannot end while its call is stuck; the abort frees it, and it exits then.
+    # Evidence that it returned without the worker: the worker is still there, still waiting
+    # in the kernel for the request that hangs.
+    worker_running = worker.poll() is None
+    worker_stuck = _blocked_in_fuse(worker.pid)
+    # The abort frees the worker (and a close() that waited), and the worker exits then.
     hung_mount.abort()
-    closer.join(UNBLOCK_TIMEOUT_SEC)
-    assert not blocked, f"close() still waiting after {took:.3f}s"
-    assert worker.wait(WORKER_EXIT_TIMEOUT_SEC) == 0
+    closer.join(HANG_GUARD_SEC)
+    assert not blocked, f"close() still waiting after {HANG_GUARD_SEC:g}s: it waits for the worker"
+    assert worker_running and worker_stuck, (worker_running, _task_states(worker.pid))
+    assert worker.wait(HANG_GUARD_SEC) == 0
 
 
 # -- (b, c) the diskprobe console script, as Telegraf's execd runs it -------------------------
@@ -623,29 +711,43 @@ def _read_lines(stream: IO[bytes], lines: list[str]) -> None:
         lines.append(raw.decode("utf-8", errors="replace"))
 
 
+def write_config(
+    directory: Path, stat_timeout: str = LOOP_STAT_TIMEOUT, interval: float = CADENCE_SEC
+) -> Path:
+    """DIRECTORY/diskprobe.toml: the loop every `interval` seconds, smart off (its reads have
+    their own threads and are not under test here), the helper's fstype not ignored."""
+    config = directory / "diskprobe.toml"
+    ignore = ", ".join(f'"{fstype}"' for fstype in IGNORE_FS)
+    config.write_text(
+        f'interval = "{interval:g}s"\nstate_file = "{directory / "state.json"}"\n\n'
+        f'[filesystems]\nstat_timeout = "{stat_timeout}"\nignore_fs = [{ignore}]\n\n'
+        "[smart]\nenabled = false\n"
+    )
+    return config
+
+
+def spawn_diskprobe(config: Path) -> Diskprobe:
+    """`diskprobe --config CONFIG` with piped stdio, as Telegraf's execd runs it."""
+    token = uuid.uuid4().hex
+    process = subprocess.Popen(
+        [str(DISKPROBE), "--config", str(config)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**os.environ, RUN_TOKEN_ENV: token},
+    )
+    return Diskprobe(process, token)
+
+
 @pytest.fixture
 def start_diskprobe(hung_mount: HungMount, tmp_path: Path) -> Iterator[Callable[[], Diskprobe]]:
     """Starts `diskprobe` (interval CADENCE_SEC, stat_timeout LOOP_STAT_TIMEOUT); torn down
     before the mount is."""
     started: list[Diskprobe] = []
-    config = tmp_path / "diskprobe.toml"
-    ignore = ", ".join(f'"{fstype}"' for fstype in IGNORE_FS)
-    config.write_text(
-        f'interval = "{CADENCE_SEC:g}s"\nstate_file = "{tmp_path / "state.json"}"\n\n'
-        f'[filesystems]\nstat_timeout = "{LOOP_STAT_TIMEOUT}"\nignore_fs = [{ignore}]\n\n'
-        "[smart]\nenabled = false\n"  # not under test here; its reads have their own threads
-    )
+    config = write_config(tmp_path)
 
     def start() -> Diskprobe:
-        token = uuid.uuid4().hex
-        process = subprocess.Popen(
-            [str(DISKPROBE), "--config", str(config)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env={**os.environ, RUN_TOKEN_ENV: token},
-        )
-        started.append(Diskprobe(process, token))
+        started.append(spawn_diskprobe(config))
         return started[-1]
 
     yield start
@@ -657,19 +759,19 @@ def start_diskprobe(hung_mount: HungMount, tmp_path: Path) -> Iterator[Callable[
                 with contextlib.suppress(OSError):
                     probe.process.stdin.close()
                 try:
-                    probe.process.wait(EXIT_TIMEOUT_SEC)
+                    probe.process.wait(EXIT_GRACE_SEC)
                 except subprocess.TimeoutExpired:
                     # Held by a thread stuck in the hung statfs (see the module docstring).
                     hung_mount.release()
                     hung_mount.abort()
                     probe.process.kill()
-                    probe.process.wait(EXIT_TIMEOUT_SEC)
+                    probe.process.wait(HANG_GUARD_SEC)
     finally:
         # A worker that diskprobe left behind, stuck in the statfs: the abort frees it.
         hung_mount.release()
         hung_mount.abort()
         workers = {worker for probe in started for worker in probe.find_workers()}
-        _wait_until(lambda: all(worker.finished() for worker in workers), WORKER_EXIT_TIMEOUT_SEC)
+        _wait_until(lambda: all(worker.finished() for worker in workers), HANG_GUARD_SEC)
         for worker in workers:
             worker.reap()
         leftover = {
@@ -683,7 +785,7 @@ def start_diskprobe(hung_mount: HungMount, tmp_path: Path) -> Iterator[Callable[
         held_open: list[int] = []
         for probe in started:
             for reader in probe.readers:
-                reader.join(EXIT_TIMEOUT_SEC)
+                reader.join(HANG_GUARD_SEC)
             if any(reader.is_alive() for reader in probe.readers):
                 # Closing a stream would wait for the read blocked on it: leave it be.
                 held_open.append(probe.process.pid)
@@ -697,67 +799,73 @@ def start_diskprobe(hung_mount: HungMount, tmp_path: Path) -> Iterator[Callable[
 
 
 def _wait_first_batch(probe: Diskprobe) -> None:
-    probe.wait_for(lambda: len(probe.batches()) >= 1, START_TIMEOUT_SEC, "no first batch")
+    probe.wait_for(lambda: len(probe.batches()) >= 1, HANG_GUARD_SEC, "no first batch")
 
 
 def _close_stdin_and_wait(probe: Diskprobe) -> None:
-    """EOF on diskprobe's stdin (Telegraf stops or reloads): it exits 0 within the timeout."""
+    """EOF on diskprobe's stdin (Telegraf stops or reloads): it exits 0. The statfs still
+    hangs meanwhile, so a diskprobe that waited for it would run into the hang guard."""
     assert probe.process.stdin is not None
     probe.process.stdin.close()
     try:
-        code = probe.process.wait(EXIT_TIMEOUT_SEC)
+        code = probe.process.wait(HANG_GUARD_SEC)
     except subprocess.TimeoutExpired:
         pytest.fail(
-            f"diskprobe still running {EXIT_TIMEOUT_SEC:g}s after EOF on stdin: "
+            f"diskprobe still running {HANG_GUARD_SEC:g}s after EOF on stdin: "
             f"threads {_task_states(probe.process.pid)}, stderr: {''.join(probe.stderr)}"
         )
     assert code == 0, "".join(probe.stderr)
 
 
-def test_loop_keeps_its_interval_and_reports_the_hung_mount_in_every_batch(
+def test_loop_keeps_batching_and_reports_the_hung_mount_in_every_batch(
     hung_mount: HungMount, start_diskprobe: Callable[[], Diskprobe]
 ) -> None:
     path = hung_mount.path
     probe = start_diskprobe()
     _wait_first_batch(probe)
     worker = probe.worker()
-    count = len(probe.batches()) + round(RUN_SEC / CADENCE_SEC)
+    hung_mount.wait_call_from(worker.pid)
     probe.wait_for(
-        lambda: len(probe.batches()) >= count, RUN_SEC + 2 * CADENCE_SEC, f"fewer than {count}"
+        lambda: len(probe.batches()) >= BATCHES, HANG_GUARD_SEC, f"fewer than {BATCHES} batches"
     )
+    # The batches came while the first batch's request still hangs: none waited for it.
+    hung_mount.assert_still_hung(worker.pid)
 
     batches = probe.batches()
     for number, batch in enumerate(batches):
         hung, root = batch.fs(path), batch.fs("/")
         assert hung is not None and _unresponsive(hung.fields), (number, hung)
-        # Seconds since the first point that found it hung (points may be restamped to the
-        # batch's aligned time: within a second of it).
+        # Seconds since the first point that found it hung, rounded: both are the points' own
+        # timestamps, so this holds however late a batch came.
         since = (hung.time_ns - batches[0].fs(path).time_ns) / 1e9  # type: ignore[union-attr]
-        assert abs(hung.fields["unresponsive_sec"] - since) <= 1, (number, hung, since)
+        unresponsive_sec = hung.fields["unresponsive_sec"]
+        assert isinstance(unresponsive_sec, int), (number, hung)
+        assert abs(unresponsive_sec - since) <= 1, (number, hung, since)
         assert hung.tags["fstype"] == FSTYPE
         assert root is not None and root.fields["responsive"] is True, (number, root)
         assert all(root.fields[name] for name in SIZE_FIELDS), (number, root)
         assert any(p.measurement == "diskprobe_io" for p in batch.points), number
-        duration = batch.agent("filesystems").fields["duration_ms"]
-        assert isinstance(duration, float), (number, duration)
-        if number == 0:  # its first call: the timeout is waited once
-            assert LOOP_TIMEOUT_MS <= duration < LOOP_TIMEOUT_MS + FIRST_BATCH_SLACK_MS, duration
-        else:  # never again while that call is outstanding
-            assert duration < BATCH_FS_DURATION_MS, (number, duration)
-    stamps = [batch.agent("io").time_ns / 1e9 for batch in batches]
-    gaps = [later - earlier for earlier, later in zip(stamps, stamps[1:])]
-    assert all(abs(gap - CADENCE_SEC) <= CADENCE_TOLERANCE_SEC for gap in gaps), gaps
+    # The first batch (no prime for filesystems) gave the mount the whole timeout: a lower
+    # bound, which no slow machine can make false. How long the later ones took is the
+    # benchmark's (bench_hung_mount.py); that they do not wait for the stuck call again is
+    # test_collector_reports_the_hung_mount_and_waits_for_it_only_once's.
+    duration = batches[0].agent("filesystems").fields["duration_ms"]
+    assert isinstance(duration, float) and duration >= LOOP_TIMEOUT_MS, duration
+    stamps = [batch.agent("io").time_ns for batch in batches]
+    assert stamps == sorted(set(stamps)), stamps  # one batch after the other, none repeated
     # One call, made by the first batch through the worker: never probed again while it is
     # outstanding, and never by diskprobe itself.
     assert hung_mount.calls_from(worker.pid) == 1
     assert hung_mount.calls_from(probe.process.pid) == 0
     assert probe.find_workers() == {worker}  # still the same worker
-    assert len(probe.warnings(path)) == 1, probe.stderr
+    warnings = probe.warnings(path)
+    assert len(warnings) == 1 and f"within {LOOP_STAT_TIMEOUT}" in warnings[0], probe.stderr
     assert not [line for line in probe.stderr if line.startswith("E! ")], probe.stderr
 
-    # With the statfs still stuck (no abort first), EOF on stdin ends diskprobe at once; the
-    # worker it leaves behind is freed by the finalizer's abort.
+    # With the statfs still stuck (no abort first), EOF on stdin ends diskprobe; the worker
+    # it leaves behind, still stuck, is freed by the finalizer's abort.
     _close_stdin_and_wait(probe)
+    hung_mount.assert_still_hung(worker.pid)
 
 
 def test_exit_is_not_held_up_by_a_statfs_stuck_in_the_kernel(
@@ -766,6 +874,7 @@ def test_exit_is_not_held_up_by_a_statfs_stuck_in_the_kernel(
     probe = start_diskprobe()
     _wait_first_batch(probe)
     worker = probe.worker()
+    hung_mount.wait_call_from(worker.pid)
     assert hung_mount.calls_from(worker.pid) == 1  # the statfs that is stuck is the worker's
     # The worker cannot hold up Telegraf: its own session (no signal to diskprobe's group
     # reaches it) and none of diskprobe's stdio pipes.
@@ -775,7 +884,9 @@ def test_exit_is_not_held_up_by_a_statfs_stuck_in_the_kernel(
     assert not stdio & _fd_targets(worker.pid), (stdio, _fd_targets(worker.pid))
 
     _close_stdin_and_wait(probe)
+    # It exited while its worker still waits in the kernel: it did not wait for that.
+    hung_mount.assert_still_hung(worker.pid)
     # Nothing else holds diskprobe's stdout and stderr: both reach EOF.
     for reader in probe.readers:
-        reader.join(EXIT_TIMEOUT_SEC)
+        reader.join(HANG_GUARD_SEC)
     assert not any(reader.is_alive() for reader in probe.readers), "stdout/stderr still open"

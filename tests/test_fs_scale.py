@@ -33,10 +33,12 @@ from diskprobe.sources.mount_watch import MountWatch
 from diskprobe.sources.mountinfo import read_mountinfo
 from diskprobe.sources.statfs import StatCall, WorkerStatfs, _Helper
 
-from ci import skip_or_fail
+from ci import HANG_GUARD_SEC, skip_or_fail
 from helpers import FIXTURES
 
 STABLE = ("f_bsize", "f_frsize", "f_blocks", "f_files", "f_namemax")  # no free counts: they move
+# Waits for something to happen fail only after this, far beyond what a loaded machine adds: only
+# a hang reaches it. No test here bounds a duration from above.
 
 
 def _answers(stream: IO[bytes], wanted: int, got: list[list[Any]], lines: list[int]) -> None:
@@ -67,11 +69,11 @@ def test_worker_answers_many_paths_in_one_request_like_statvfs(tmp_path: Path) -
         lines = [0]
         reader = threading.Thread(target=_answers, args=(worker.stdout, len(paths), answers, lines))
         reader.start()
-        reader.join(30)  # an old helper answers nothing: this fails below instead of hanging
+        reader.join(HANG_GUARD_SEC)  # an old helper answers nothing: this fails below, no hang
     finally:
         worker.stdin.close()
-    assert worker.wait(10) == 0
-    reader.join(10)
+    assert worker.wait(HANG_GUARD_SEC) == 0
+    reader.join(HANG_GUARD_SEC)
     by_id = {answer[0]: answer for answer in answers}
     assert len(answers) == len(by_id) == len(paths)  # each call answered once
     assert sorted(by_id) == list(range(100, 100 + len(paths)))
@@ -106,35 +108,41 @@ def test_a_hung_call_does_not_hold_up_the_calls_behind_it(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     release = threading.Event()
+    entered = threading.Event()
     real = statfs_worker._statvfs
 
     def statvfs(call_id: int, path: str) -> list[object]:
         if path == "/hung":
-            release.wait(30)  # like a statfs on a wedged FUSE daemon, until it answers
+            entered.set()
+            release.wait()  # like a statfs on a wedged FUSE daemon: until it answers, for ever
         return real(call_id, "/" if path == "/hung" else path)
 
     output = _Output()
     monkeypatch.setattr(statfs_worker, "_statvfs", statvfs)
     monkeypatch.setattr(sys, "stdout", output)
     helper = statfs_worker.Helper()
-    started = time.monotonic()
-    helper.add([(1, "/"), (2, "/hung"), (3, "/"), (4, "/nonexistent/x"), (5, "/")])
-    deadline = started + 15
-    while len(output.answered()) < 4 and time.monotonic() < deadline:
-        time.sleep(0.01)
-    took = time.monotonic() - started
-    answered = output.answered()
-    assert sorted(answered) == [1, 3, 4, 5], answered  # all but the hung one
-    # Not after the hung call (30 s): the watchdog gave up on it after STUCK_AFTER_SEC (0.05 s);
-    # 10 s is that plus any slack a loaded machine needs, and far from 30.
-    assert took < 10.0
-    assert answered[4][1] == 2  # ENOENT
-    helper.add([(6, "/")])  # later requests go to the fresh scanner
-    while 6 not in output.answered() and time.monotonic() < deadline:
-        time.sleep(0.01)
-    assert 6 in output.answered()
-    release.set()  # the hung call returns: its answer still comes, once
-    while 2 not in output.answered() and time.monotonic() < deadline + 5:
+    try:
+        helper.add([(1, "/"), (2, "/hung"), (3, "/"), (4, "/nonexistent/x"), (5, "/")])
+        # The calls queued behind the hung one are answered while it still hangs: the watchdog
+        # handed them to a fresh scanner. Were they held up behind it, they would never be
+        # answered before the release, and this waits until the hang guard.
+        deadline = time.monotonic() + HANG_GUARD_SEC
+        while len(output.answered()) < 4 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        answered = output.answered()
+        assert entered.is_set() and not release.is_set()
+        assert sorted(answered) == [1, 3, 4, 5], answered  # all but the hung one
+        assert answered[4][1] == 2  # ENOENT
+        helper.add([(6, "/")])  # later requests go to the fresh scanner
+        deadline = time.monotonic() + HANG_GUARD_SEC
+        while 6 not in output.answered() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert 6 in output.answered()
+        assert 2 not in output.answered()  # still hung
+    finally:
+        release.set()  # the hung call returns: its answer still comes, once
+    deadline = time.monotonic() + HANG_GUARD_SEC
+    while 2 not in output.answered() and time.monotonic() < deadline:
         time.sleep(0.01)
     late = os.statvfs_result(output.answered()[2][1])
     assert late.f_blocks == os.statvfs("/").f_blocks
@@ -218,15 +226,26 @@ def test_the_latch_is_an_event_set_once_however_many_set_or_wait() -> None:
     # StatCall.done: set by whichever thread finishes the call (the helper's reader, or the
     # writer failing the request), waited for by probe() with a deadline.
     latch = Latch()
+    timed_out: list[bool] = []
+    # In a thread: a wait that ignored its timeout would block for ever (nothing sets the
+    # latch yet), and the hang guard ends that.
+    waiter = threading.Thread(target=lambda: timed_out.append(latch.wait(0.05)), daemon=True)
     started = time.monotonic()
-    assert not latch.wait(0.05) and not latch.is_set()
-    assert 0.04 <= time.monotonic() - started < 5
+    waiter.start()
+    waiter.join(HANG_GUARD_SEC)
+    took = time.monotonic() - started
+    assert not waiter.is_alive(), "wait(0.05) on an unset latch did not return"
+    assert timed_out == [False] and not latch.is_set()
+    # It did wait (a lower bound: no slow machine makes it false; 0.04 for the clocks' grain).
+    assert took >= 0.04, took
     woken: list[bool] = []
-    waiters = [threading.Thread(target=lambda: woken.append(latch.wait(60))) for _ in range(8)]
+    # No timeout: a waiter that missed its wake-up would never return, and the join fails.
+    waiters = [threading.Thread(target=lambda: woken.append(latch.wait()), daemon=True)
+               for _ in range(8)]  # fmt: skip
     setters = [threading.Thread(target=latch.set) for _ in range(8)]  # all at once: no raise
     for thread in waiters + setters:
         thread.start()
-    deadline = time.monotonic() + 10  # every waiter wakes, not just the first
+    deadline = time.monotonic() + HANG_GUARD_SEC  # every waiter wakes, not just the first
     for thread in waiters + setters:
         thread.join(max(0.0, deadline - time.monotonic()))
     assert not any(thread.is_alive() for thread in waiters + setters)

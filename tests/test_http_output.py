@@ -20,7 +20,7 @@ import threading
 import time
 import tracemalloc
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, TypeVar
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
@@ -32,15 +32,23 @@ from diskprobe.outputs.http import HttpOutput, parse_listen
 from diskprobe.outputs.http_server import CLIENT_THREAD, CONTENT_TYPE
 from test_prometheus import _config, _diskprobe, _env
 
+from ci import HANG_GUARD_SEC
+
 # One worker for the whole file under xdist: its module fixture is set up once (lanes.py).
 pytestmark = pytest.mark.xdist_group("test_http_output")
 
-# client_timeout of the tests that wait for it. Long beside what a loaded machine adds to a
-# prompt answer (a CPU hog beside 4 workers on 2 cores: tenths of a second): "answered at
-# once" is then anything under half of it, "dropped at the timeout" within 2 s after it.
-TIMEOUT = 4.0
+# No test here measures how fast anything is (tests/bench/bench_slow_peers.py does):
+# - where nothing may wait for a client, client_timeout is NEVER, so that waiting for one would
+#   not end at all; HANG_GUARD_SEC, far above anything a loaded machine adds, turns that hang
+#   into a failure (socket timeouts, waits, guarded calls);
+# - where a client must be dropped at client_timeout (TIMEOUT), the tests check that it was not
+#   dropped before (a lower bound, with the clock read before the server's starts: a slow
+#   machine only makes the wait longer), and leave "how soon after" to the hang guard.
+TIMEOUT = 2.0
+NEVER = 3600.0
 BIG = 20 * 2**20  # a page no socket buffer holds
 Serve = Callable[..., HttpOutput]
+T = TypeVar("T")
 
 
 # -- helpers ----------------------------------------------------------------------------------
@@ -76,7 +84,7 @@ def get(
     output: HttpOutput, path: str = "/metrics", method: str = "GET", **headers: str
 ) -> tuple[int, dict[str, str], bytes]:
     """(status, headers with lower-case names, body) of one request."""
-    connection = http.client.HTTPConnection(*output.address, timeout=5)
+    connection = http.client.HTTPConnection(*output.address, timeout=HANG_GUARD_SEC)
     try:
         connection.request(
             method, path, headers={k.replace("_", "-"): v for k, v in headers.items()}
@@ -90,14 +98,14 @@ def get(
 
 def raw(output: HttpOutput, request: bytes) -> bytes:
     """Everything the server sends back for `request`, until it closes the connection."""
-    with socket.create_connection(output.address, timeout=5) as sock:
+    with socket.create_connection(output.address, timeout=HANG_GUARD_SEC) as sock:
         sock.sendall(request)
         return drain(sock)
 
 
 def drain(sock: socket.socket) -> bytes:
     """What a socket still has to read, until the end or a reset."""
-    sock.settimeout(5)
+    sock.settimeout(HANG_GUARD_SEC)
     chunks = []
     with contextlib.suppress(ConnectionResetError):
         while chunk := sock.recv(65536):
@@ -109,13 +117,48 @@ def client_threads() -> int:
     return sum(1 for thread in threading.enumerate() if thread.name == CLIENT_THREAD)
 
 
-def wait_for(condition: Callable[[], bool], seconds: float) -> float:
-    """Seconds until condition() held; fails after `seconds`."""
-    start = time.monotonic()
+def wait_for(condition: Callable[[], bool], what: str) -> None:
+    """Poll until condition() holds; a failure after HANG_GUARD_SEC (a hang, not slowness)."""
+    deadline = time.monotonic() + HANG_GUARD_SEC
     while not condition():
-        assert time.monotonic() - start < seconds, "condition not reached in time"
+        assert time.monotonic() < deadline, f"{what}: not after {HANG_GUARD_SEC:g} s (a hang)"
         time.sleep(0.01)
-    return time.monotonic() - start
+
+
+def guarded(call: Callable[[], T], what: str) -> T:
+    """call()'s result; a failure, not a hung test, if it has not returned after
+    HANG_GUARD_SEC (it runs in a daemon thread, which the test's cleanup can then unblock)."""
+    results: list[T] = []
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            results.append(call())
+        except BaseException as error:  # re-raised in the test's thread
+            errors.append(error)
+
+    thread = threading.Thread(target=run, name="guarded", daemon=True)
+    thread.start()
+    thread.join(HANG_GUARD_SEC)
+    assert not thread.is_alive(), f"{what}: no return after {HANG_GUARD_SEC:g} s (a hang)"
+    if errors:
+        raise errors[0]
+    return results[0]
+
+
+def silent_and_open(sock: socket.socket) -> bool:
+    """Nothing came from the server on `sock`, and it has not closed or reset it (yet)."""
+    timeout = sock.gettimeout()
+    sock.setblocking(False)  # with a timeout, recv would first wait for data
+    try:
+        sock.recv(1, socket.MSG_PEEK)
+    except BlockingIOError:
+        return True
+    except ConnectionResetError:
+        return False
+    finally:
+        sock.settimeout(timeout)
+    return False  # a byte, or the end
 
 
 def unread(sock: socket.socket) -> int:
@@ -126,12 +169,23 @@ def unread(sock: socket.socket) -> int:
 
 
 def stuck_client(output: HttpOutput) -> socket.socket:
-    """A client that asks for /metrics and never reads, with a receive buffer as small as can be."""
+    """A client that asks for /metrics and never reads, with a receive buffer as small as can be;
+    returned once the body started arriving: the server is then in the send of the page."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.settimeout(HANG_GUARD_SEC)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1024)
     sock.connect(output.address)
     sock.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
-    wait_for(lambda: unread(sock) > 0, 5)  # the server started answering
+
+    def body_started() -> bool:
+        _, end, body = sock.recv(65536, socket.MSG_PEEK).partition(b"\r\n\r\n")
+        return bool(end and body)
+
+    try:
+        wait_for(lambda: unread(sock) > 0 and body_started(), "the start of the page")
+    except BaseException:
+        sock.close()
+        raise
     return sock
 
 
@@ -219,7 +273,7 @@ def test_a_page_is_compressed_once_however_many_scrapes_want_it(
     for thread in scrapers:
         thread.start()
     for thread in scrapers:
-        thread.join(10)
+        thread.join(HANG_GUARD_SEC)
     assert len(bodies) == 6 and all(gzip.decompress(b) == real_page.encode() for b in bodies)
     assert compressed == [len(real_page.encode())]
     output.write(real_page[: len(real_page) // 2])
@@ -251,96 +305,125 @@ def test_head_the_landing_page_404_and_405(serve: Serve, real_page: str) -> None
 # -- clients that hold on ----------------------------------------------------------------------
 
 
-def test_idle_clients_at_the_limit_block_nothing_and_are_dropped_after_the_timeout(
+def test_idle_clients_at_the_limit_block_neither_writes_nor_the_busy_answer(
     serve: Serve, real_page: str
 ) -> None:
-    output = serve(client_timeout=TIMEOUT)  # max_clients 8, the default
+    """8 clients that connect and say nothing hold every slot, for an hour (NEVER): write()
+    and the 503 to one more client cannot be waiting for them, or they would not come."""
+    output = serve(client_timeout=NEVER)  # max_clients 8, the default
     output.write(real_page)
-    holders = [socket.create_connection(output.address, timeout=5) for _ in range(8)]
-    start = time.monotonic()
+    holders = [socket.create_connection(output.address, timeout=HANG_GUARD_SEC) for _ in range(8)]
     try:
-        wait_for(lambda: client_threads() == 8, TIMEOUT / 2)
+        wait_for(lambda: client_threads() == 8, "the 8 holders' threads")
         page = big_page("x")
-        began = time.monotonic()
-        output.write(page)
-        assert time.monotonic() - began < TIMEOUT / 2, "write() waited for the clients"
-        # One more: told 503 at once (a connection that asks nothing gets the whole answer).
-        with socket.create_connection(output.address, timeout=5) as extra:
-            began = time.monotonic()
+        guarded(lambda: output.write(page), "write() waited for the clients")
+        # One more: told 503 at once (a connection that asks nothing gets the whole answer);
+        # an accepting loop that waited for a slot would leave it without one (a timeout).
+        with socket.create_connection(output.address, timeout=HANG_GUARD_SEC) as extra:
             answer = http.client.HTTPResponse(extra)  # type: ignore[arg-type]
             answer.begin()
             assert (answer.status, answer.read()) == (503, b"too many scrapes at once\n")
-            assert time.monotonic() - began < TIMEOUT / 2, "the 9th client waited for a slot"
-        # One more that sends its request: 503 or closed, promptly either way.
-        with socket.create_connection(output.address, timeout=5) as extra:
-            began = time.monotonic()
+        # One more that sends its request: 503 or closed, not left waiting either.
+        with socket.create_connection(output.address, timeout=HANG_GUARD_SEC) as extra:
             extra.sendall(b"GET /metrics HTTP/1.0\r\n\r\n")
             received = drain(extra)  # a reset if the request came after the close
             assert received == b"" or received.startswith(b"HTTP/1.0 503 "), received[:100]
-            assert time.monotonic() - began < TIMEOUT / 2
         assert client_threads() == 8, "a client over the limit got a thread"
-        for holder in holders:
-            assert holder.recv(100) == b"", "dropped without an answer"
-        dropped_after = time.monotonic() - start
-        assert TIMEOUT * 0.9 <= dropped_after < TIMEOUT + 2
-        wait_for(lambda: client_threads() == 0, 2)
-        assert get(output)[2] == page.encode()
+        # All along, the 8 held their slots: neither answered nor dropped.
+        assert all(silent_and_open(holder) for holder in holders)
     finally:
         for holder in holders:
             holder.close()
+    wait_for(lambda: client_threads() == 0, "the holders' threads, after they hung up")
+    assert get(output)[2] == page.encode()
+
+
+def test_an_idle_client_is_dropped_at_client_timeout_not_before(serve: Serve) -> None:
+    output = serve(client_timeout=TIMEOUT)
+    output.write("up 1\n")
+    # Read before the connection exists: the server starts its clock for it later, so it
+    # cannot drop it less than TIMEOUT after this, however slow the machine.
+    start = time.monotonic()
+    with socket.create_connection(output.address, timeout=HANG_GUARD_SEC) as idle:
+        assert idle.recv(100) == b"", "dropped without an answer"  # never dropped: a timeout
+        assert time.monotonic() - start >= TIMEOUT, "dropped before client_timeout"
+    wait_for(lambda: client_threads() == 0, "the dropped client's thread")
 
 
 def test_a_request_sent_a_byte_at_a_time_gets_client_timeout_in_all(serve: Serve) -> None:
-    output = serve(client_timeout=TIMEOUT / 2)
+    """client_timeout bounds the whole request, not each recv: a client trickling its request,
+    each byte well inside the timeout, is dropped while it still trickles. The trickle lasts
+    60 times client_timeout (at least: a slow machine only stretches the gaps), so only a
+    server that restarted the clock at each byte lets it finish, and answers it."""
+    timeout = 1.0
+    gap = timeout / 20
+    pad = b"a" * int(60 * timeout / gap)
+    request = b"GET /metrics HTTP/1.0\r\nX-Pad: " + pad + b"\r\n\r\n"
+    output = serve(client_timeout=timeout)
     output.write("up 1\n")
-    with socket.create_connection(output.address, timeout=5) as slow:
-        start = time.monotonic()
-        for byte in b"GET /metrics HTTP/1.0\r\nX-Pad: " + b"a" * 100:
+    sent = 0
+    with socket.create_connection(output.address, timeout=HANG_GUARD_SEC) as slow:
+        while sent < len(request) and silent_and_open(slow):
             try:
-                slow.send(bytes([byte]))
+                slow.send(request[sent : sent + 1])
             except OSError:
                 break  # dropped: the connection is closed or reset
-            if time.monotonic() - start > TIMEOUT * 2:
-                break
-            time.sleep(TIMEOUT / 20)  # each byte well inside the timeout
-        wait_for(lambda: client_threads() == 0, TIMEOUT * 1.5)
-        assert time.monotonic() - start < TIMEOUT * 1.5, "each byte restarted the clock"
+            sent += 1
+            time.sleep(gap)
+        received = drain(slow)
+    assert sent < len(request), "each byte restarted the clock"
+    assert received == b"", received[:100]  # dropped, not answered
+    wait_for(lambda: client_threads() == 0, "the trickling client's thread")
 
 
 def test_a_client_that_never_reads_blocks_neither_writes_nor_scrapes(
     serve: Serve, real_page: str
 ) -> None:
-    timeout = TIMEOUT  # long enough to tell "blocked until the timeout" from "not blocked"
-    output = serve(client_timeout=timeout)
-    output.write(big_page("x"))
-    tracemalloc.start()
+    """3 clients that never read their answer, for an hour (NEVER): write() and other scrapes
+    cannot be waiting for them, or they would not come; and they share the page's bytes."""
+    output = serve(client_timeout=NEVER)
+    output.write(big_page("x"))  # before tracing: the page itself is not counted
+    stuck: list[socket.socket] = []
     try:
-        before = tracemalloc.get_traced_memory()[0]
-        start = time.monotonic()
-        stuck = [stuck_client(output) for _ in range(3)]
-        time.sleep(0.2)  # the three are in sendall, blocked on full buffers
-        grown = tracemalloc.get_traced_memory()[0] - before
-    finally:
-        tracemalloc.stop()
-    assert grown < BIG // 4, f"{grown} bytes more for 3 slow clients: the page was copied"
-    try:
-        began = time.monotonic()
-        output.write(real_page)
-        assert time.monotonic() - began < timeout / 2, "write() waited for a slow client"
-        for _ in range(3):
+        tracemalloc.start()
+        try:
+            for _ in range(3):  # each in the send of the page when it is returned
+                stuck.append(stuck_client(output))
+            # While the three are blocked in their sends, what they send is alive: a copy of
+            # the page would be a traced block of its size (a count, not a memory figure).
+            copies = [t for t in tracemalloc.take_snapshot().traces if t.size >= BIG]
+        finally:
+            tracemalloc.stop()
+        assert copies == [], f"{len(copies)} copies of the page for 3 slow clients"
+        guarded(lambda: output.write(real_page), "write() waited for a slow client")
+        for _ in range(3):  # the scrapes waited for the stuck clients: a socket timeout
             status, _, body = get(output)
             assert (status, body) == (200, real_page.encode())
-        assert time.monotonic() - start < timeout, "the scrapes waited for the stuck clients"
-        wait_for(lambda: client_threads() == 3, timeout / 2)  # the scrapes' end, theirs do not
-        wait_for(lambda: client_threads() == 0, timeout + 3)
-        assert time.monotonic() - start >= timeout * 0.9, "dropped before client_timeout"
-        for sock in stuck:  # what they got: the start of the old page, cut off
-            received = drain(sock)
-            assert received.startswith(b"HTTP/1.0 200 ") and len(received) < BIG
-            assert received.partition(b"\r\n\r\n")[2].strip(b"x\n") == b""
+        # The scrapes' threads end; the stuck clients' go on, still sending the old page.
+        wait_for(lambda: client_threads() == 3, "the scrapes' threads' end")
     finally:
         for sock in stuck:
-            sock.close()
+            sock.close()  # with unread data: a reset, which ends their sends
+    wait_for(lambda: client_threads() == 0, "the stuck clients' threads, after they hung up")
+
+
+def test_a_client_that_never_reads_is_dropped_at_client_timeout_not_before(
+    serve: Serve,
+) -> None:
+    output = serve(client_timeout=TIMEOUT)
+    output.write(big_page("x"))
+    # Read before the request is sent: the server starts the answer's clock later, so it
+    # cannot drop the client less than TIMEOUT after this, however slow the machine.
+    start = time.monotonic()
+    sock = stuck_client(output)
+    try:
+        wait_for(lambda: client_threads() == 0, "the stuck client dropped")
+        assert time.monotonic() - start >= TIMEOUT, "dropped before client_timeout"
+        received = drain(sock)  # what it got: the start of the page, cut off
+        assert received.startswith(b"HTTP/1.0 200 ") and len(received) < BIG
+        assert received.partition(b"\r\n\r\n")[2].strip(b"x\n") == b""
+    finally:
+        sock.close()
 
 
 def test_scrapes_during_writes_get_one_whole_page_each(serve: Serve) -> None:
@@ -374,9 +457,9 @@ def test_scrapes_during_writes_get_one_whole_page_each(serve: Serve) -> None:
     for thread in threads:
         thread.start()
     for thread in threads[1:]:
-        thread.join(30)
+        thread.join(HANG_GUARD_SEC)
     stop.set()
-    threads[0].join(5)
+    threads[0].join(HANG_GUARD_SEC)
     assert problems == [] and len(bodies) == 200
     mixed = [body[:20] + b"..." + body[-20:] for body in bodies if body not in wanted]
     assert mixed == [], f"{len(mixed)} scrapes got no single page"
@@ -384,19 +467,25 @@ def test_scrapes_during_writes_get_one_whole_page_each(serve: Serve) -> None:
 
 
 def test_close_returns_at_once_and_hangs_up_on_stuck_clients() -> None:
-    output = HttpOutput("127.0.0.1:0", client_timeout=30)
+    """With client_timeout an hour (NEVER), a close() that waited for its clients would not
+    return: the guard catches that, with no bound on how long a prompt close() takes."""
+    output = HttpOutput("127.0.0.1:0", client_timeout=NEVER)
     output.write(big_page("x"))
-    stuck = [stuck_client(output), socket.create_connection(output.address, timeout=5)]
-    wait_for(lambda: client_threads() == 2, 2)
-    began = time.monotonic()
-    output.close()
-    assert time.monotonic() - began < 10, "close() waited for client_timeout (30 s)"
-    wait_for(lambda: client_threads() == 0, 10)  # not client_timeout later
-    with pytest.raises(ConnectionRefusedError):
-        socket.create_connection(output.address, timeout=5).close()
-    output.close()  # a second close is harmless
-    for sock in stuck:
-        sock.close()
+    stuck = [stuck_client(output), socket.create_connection(output.address, HANG_GUARD_SEC)]
+    try:
+        wait_for(lambda: client_threads() == 2, "the 2 clients' threads")
+        guarded(output.close, "close() waited for client_timeout")
+        wait_for(lambda: client_threads() == 0, "the clients' threads, hung up on")
+        for sock in stuck:  # hung up on: the end (after what was sent), not a timeout
+            drain(sock)
+            assert not silent_and_open(sock)
+        with pytest.raises(ConnectionRefusedError):
+            socket.create_connection(output.address, timeout=HANG_GUARD_SEC).close()
+        output.close()  # a second close is harmless
+    finally:
+        output.close()  # if the first one failed
+        for sock in stuck:
+            sock.close()
 
 
 # -- where it listens --------------------------------------------------------------------------
@@ -461,7 +550,7 @@ def test_every_interface_takes_ipv4_and_ipv6_clients() -> None:
             pytest.skip("no IPv6 here: ':PORT' listens on IPv4 only")
         assert host == "::"
         for address in ("127.0.0.1", "::1"):
-            connection = http.client.HTTPConnection(address, port, timeout=5)
+            connection = http.client.HTTPConnection(address, port, timeout=HANG_GUARD_SEC)
             connection.request("GET", "/metrics")
             assert connection.getresponse().read() == b"up 1\n", address
             connection.close()
@@ -498,14 +587,14 @@ def test_nothing_reaches_stderr_and_debug_gets_the_requests(
         long_line = b"GET /" + b"x" * 70_000 + b" HTTP/1.0\r\n\r\n"
         assert raw(output, long_line).startswith(b"HTTP/1.0 414 ")
         assert raw(output, b"GET /\x1b[2J HTTP/1.0\r\n\r\n").startswith(b"HTTP/1.0 404 ")
-        with socket.create_connection(output.address, timeout=5) as rude:
+        with socket.create_connection(output.address, timeout=HANG_GUARD_SEC) as rude:
             # Asks for the page, then resets the connection mid-answer: an exception in the
             # handler, which must neither end the server nor print a traceback.
             rude.sendall(b"GET /metrics HTTP/1.0\r\n\r\n")
             rude.setsockopt(
                 socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00"
             )
-        wait_for(lambda: client_threads() == 0, 5)
+        wait_for(lambda: client_threads() == 0, "the rude client's thread")
         assert get(output)[0] == 200, "the server survived"
     captured = capfd.readouterr()
     assert (captured.out, captured.err) == ("", "")

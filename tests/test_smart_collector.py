@@ -11,9 +11,10 @@ import json
 import os
 import shutil
 import signal
+import threading
 import time
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterable, Iterator, TypeVar
 
 import psutil
 import pytest
@@ -34,7 +35,7 @@ from smart_harness import (
     set_behaviour,
 )
 
-from ci import skip_or_fail
+from ci import HANG_GUARD_SEC, skip_or_fail
 from helpers import FakeClock, assert_schema
 
 # Drives with real, distinct serials (baselines are per serial), at distinct paths.
@@ -44,6 +45,11 @@ NVME = ("nvme-sabrent-rocket-4-1tb", "/dev/nvme0 -d nvme", "nvme0")
 TRIO = (SSD, HDD, NVME)
 PYSMART_TEXT_CASE = TESTS / "fake_smartctl" / "cases" / "pysmart-text-sat-hikvision-hs-ssd-c100"
 HEALTH_FIELDS = {"health_ok", "temperature_c", "power_on_hours", "verdict", "reallocated_sectors"}
+# How long a test waits for what must come (a collect's return, a read's start) before it
+# calls it a hang. Never a claim about speed: the wrong paths these guard never end at all
+# (a smartctl that never answers, a timeout of an hour), so only a hang reaches it, and it is
+# far above anything a loaded 2-core machine adds.
+T = TypeVar("T")
 BUG_MEDIA_GUESS = (
     "plugin bug: json_parser.media_from_attributes guesses media=hdd for a JSON reply with no "
     "rotation rate and no attributes (standby, open failure), so _remember_identity does not "
@@ -79,6 +85,35 @@ def fake_processes(root: Path) -> list[psutil.Process]:
         except (psutil.NoSuchProcess, psutil.AccessDenied):
             continue
     return found
+
+
+def guarded(call: Callable[[], T], what: str) -> T:
+    """call()'s result; a failure, not a hung test, if it has not returned after
+    HANG_GUARD_SEC (it runs in a daemon thread, which the test's cleanup can then unblock)."""
+    results: list[T] = []
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            results.append(call())
+        except BaseException as error:  # re-raised in the test's thread
+            errors.append(error)
+
+    thread = threading.Thread(target=run, name="guarded", daemon=True)
+    thread.start()
+    thread.join(HANG_GUARD_SEC)
+    assert not thread.is_alive(), f"{what}: no return after {HANG_GUARD_SEC:g} s (a hang)"
+    if errors:
+        raise errors[0]
+    return results[0]
+
+
+def wait_until(condition: Callable[[], bool], what: str) -> None:
+    """Poll until condition() holds; a failure after HANG_GUARD_SEC (see there)."""
+    deadline = time.monotonic() + HANG_GUARD_SEC
+    while not condition():
+        assert time.monotonic() < deadline, f"{what}: not after {HANG_GUARD_SEC:g} s (a hang)"
+        time.sleep(0.02)
 
 
 def add_drive(root: Path, golden: str, device: str, name: str | None = None) -> Path:
@@ -160,11 +195,15 @@ def test_hung_smartctl_is_killed_with_its_process_group_at_timeout(
     # even on a loaded 2-core machine; at 1 s it sometimes did not.
     rig = make_rig(fake, tmp_path / "state.json", devices=[d for _, d, _ in TRIO], timeout=3.0)
     started = time.monotonic()
-    collection = rig.collect()
-    elapsed = time.monotonic() - started
-    rig.close()
-
-    assert 3.0 <= elapsed < 8.0, elapsed
+    try:
+        # The fake never answers: a collect that did not kill it would never return, which the
+        # guard turns into a failure (no upper bound on how long the kill may take).
+        collection = guarded(rig.collect, "a blocking collect with a hung smartctl")
+    finally:
+        rig.close()  # also unblocks the guarded collect if it hung
+    # Not killed before the timeout: a lower bound a slow machine cannot break, as the runner
+    # takes its deadline (start + 3 s) after `started` and kills at or after it.
+    assert time.monotonic() - started >= 3.0, "killed before the timeout"
     points = smart_points(collection.metrics)
     assert set(points) == {"sda", "sdb", "nvme0"}
     assert points["sdb"].fields == {"exit_status": -1}
@@ -176,11 +215,9 @@ def test_hung_smartctl_is_killed_with_its_process_group_at_timeout(
     hung = [line for line in warnings(rig) if "/dev/sdb" in line]
     assert len(hung) == 1 and "timed out after 3s" in hung[0], warnings(rig)
     assert len(warnings(rig)) == 1
-    # The fake forks a second process (like sudo + smartctl) that outlives a plain kill.
-    deadline = time.monotonic() + 2.0
-    while fake_processes(fake) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert fake_processes(fake) == []
+    # The fake forks a second process (like sudo + smartctl) that outlives a plain kill; the
+    # group kill ends it too, though a loaded machine may take a while to reap it.
+    wait_until(lambda: fake_processes(fake) == [], "the hung fake's processes ended")
     no_traceback(rig)
 
 
@@ -550,72 +587,132 @@ def test_threshold_overrides_change_the_verdict(
 # -- non-blocking ------------------------------------------------------------------------------
 
 
-# Each fake smartctl takes SLOW_READ_SEC: a collect that waited for one takes longer than
-# NOT_WAITING_SEC, which is long beside what a loaded machine adds to a collect.
-SLOW_READ_SEC = 3.0
-NOT_WAITING_SEC = 1.5
+class Gate:
+    """The fake smartctl behind a gate: a read of a held drive starts (and says so in
+    held.log), then waits until the test opens the gate. Such a read takes exactly as long as
+    the test wants, whatever the machine's load: no test here needs a read of a known length."""
+
+    def __init__(self, workdir: Path, held: Iterable[str]) -> None:
+        workdir.mkdir()
+        self.opened = workdir / "open"
+        self.log = workdir / "held.log"
+        self.smartctl = workdir / "smartctl"
+        names = " ".join(held)
+        # A device is smartctl's last argument; sh, not Python, to start as fast as the fake.
+        self.smartctl.write_text(
+            "#!/bin/sh\n"
+            "for last; do :; done\n"
+            f'case " {names} " in *" $last "*)\n'
+            f'    echo "$last" >> "{self.log}"\n'
+            f'    while [ ! -e "{self.opened}" ]; do sleep 0.05; done;;\n'
+            "esac\n"
+            f'exec "{FAKE_SMARTCTL}" "$@"\n'
+        )
+        self.smartctl.chmod(0o755)
+
+    def held(self) -> list[str]:
+        """The held drives' reads started so far, one line each, in order."""
+        return self.log.read_text().split() if self.log.exists() else []
+
+    def open(self) -> None:
+        self.opened.touch()
 
 
 def test_non_blocking_collect_returns_at_once_and_points_arrive_later(
     fake: Path, tmp_path: Path
 ) -> None:
-    cases = add_trio(fake)
-    for case in cases.values():
-        set_behaviour(case, f"slow {SLOW_READ_SEC}")
-    rig = make_rig(fake, tmp_path / "state.json", blocking=False, devices=[d for _, d, _ in TRIO])
-    started = time.monotonic()
-    first = rig.collect()
-    assert time.monotonic() - started < NOT_WAITING_SEC
-    assert first.metrics == []
+    """A collect never waits for smartctl. Every read is held until the test opens the gate,
+    and the timeout is an hour: a collect that waited for a read would not return at all,
+    which the guard catches; so no collect's duration is measured."""
+    add_trio(fake)
+    paths = [device.split()[0] for _, device, _ in TRIO]
+    gate = Gate(tmp_path / "gate", paths)
+    rig = make_rig(fake, tmp_path / "state.json", smartctl_path=str(gate.smartctl),
+                   blocking=False, devices=[d for _, d, _ in TRIO], timeout=3600.0)  # fmt: skip
+    try:
+        first = guarded(rig.collect, "the first collect")
+        assert first.metrics == []
+        wait_until(lambda: sorted(gate.held()) == sorted(paths), "the three reads started")
+        for _ in range(3):  # the reads have started and cannot end: no point can come
+            collection = guarded(rig.collect, "a collect while smartctl is held")
+            assert smart_points(collection.metrics) == {}, "a collect must never wait for smartctl"
+        assert read_calls(fake) == [["--version"]]  # the held reads have not reached the fake
 
-    arrived: dict[str, Metric] = {}
-    deadline = started + SLOW_READ_SEC + 20.0
-    while len(arrived) < 3 and time.monotonic() < deadline:
-        time.sleep(0.05)
-        tick = time.monotonic()
-        collection = rig.collect()
-        assert time.monotonic() - tick < NOT_WAITING_SEC, "a collect must never wait for smartctl"
-        arrived.update(smart_points(collection.metrics))
-    waited = time.monotonic() - started
-    rig.close()
-    assert set(arrived) == {"sda", "sdb", "nvme0"}
-    assert waited >= SLOW_READ_SEC
+        gate.open()
+        arrived: dict[str, Metric] = {}
+
+        def all_arrived() -> bool:
+            arrived.update(smart_points(guarded(rig.collect, "a collect").metrics))
+            return len(arrived) == 3
+
+        wait_until(all_arrived, "the points after the gate opened")
+    finally:
+        gate.open()  # lets a collect stuck on a read return, if one is
+        rig.close()
     assert all(point.fields["verdict"] == "ok" for point in arrived.values())
     assert calls_per_device(fake) == {device: 1 for _, device, _ in TRIO}
+    assert sorted(gate.held()) == sorted(paths)  # each drive's read started once
 
 
 def test_a_drive_still_being_read_is_skipped_not_read_again(fake: Path, tmp_path: Path) -> None:
     """Issue #25, item 3: `timeout` longer than `interval` and one slow drive: before, every
     interval started another smartctl on it (up to `concurrency` at once); now it waits for its
-    read to end, the skips are counted in reads_skipped, and the other drives go on."""
-    cases = add_trio(fake)
-    slow_device = next(device for _, device, tag in TRIO if tag == "sda")
-    set_behaviour(cases["sda"], f"slow {SLOW_READ_SEC}")
+    read to end, the skips are counted in reads_skipped, and the other drives go on. sda's read
+    is held (see Gate) until the other drives were read three times, so its slowness does not
+    depend on how fast this machine runs the cycles."""
+    add_trio(fake)
+    slow_device, fast = SSD[1], [HDD[1], NVME[1]]
+    gate = Gate(tmp_path / "gate", [slow_device.split()[0]])
     now = [0.0]
-    rig = make_rig(fake, tmp_path / "state.json", monotonic=lambda: now[0], blocking=False,
-                   devices=[d for _, d, _ in TRIO], interval=1.0, timeout=60.0)  # fmt: skip
-    skipped, arrived, cycles = 0, 0, 0
-    deadline = time.monotonic() + SLOW_READ_SEC + 30.0
-    while not arrived and time.monotonic() < deadline:
-        now[0] += 1.0  # an interval between collects: a read cycle is due at each
-        cycles += 1
-        collection = rig.collect()
+    rig = make_rig(fake, tmp_path / "state.json", smartctl_path=str(gate.smartctl),
+                   monotonic=lambda: now[0], blocking=False, devices=[d for _, d, _ in TRIO],
+                   interval=1.0, timeout=3600.0)  # fmt: skip
+    skipped = 0
+    points: list[Metric] = []
+
+    def collect() -> None:
+        nonlocal skipped
+        collection = guarded(rig.collect, "a non-blocking collect")
         skipped += int(collection.agent_fields["reads_skipped"])
-        arrived = len([m for m in collection.metrics if m.tags.get("device") == "sda"])
-        time.sleep(0.1)
-    # The collect that took sda's result may have started its next read: let it end (no new
-    # cycle: the clock stands still), so that close() leaves no fake smartctl behind.
-    deadline = time.monotonic() + SLOW_READ_SEC + 30.0
-    while rig.collector._reads and time.monotonic() < deadline:
-        rig.collect()
-        time.sleep(0.1)
-    rig.close()
-    calls = calls_per_device(fake)
-    # The slow drive: its one read, and at most the next one, started by the cycle of the
-    # collect that took the first one's result; every cycle in between skipped it (before:
-    # a new smartctl each cycle, as many as the fast drives got).
-    assert arrived and calls[slow_device] <= 2 and cycles >= 5, (cycles, calls)
-    assert skipped >= 1, (skipped, cycles, calls)
+        points.extend(m for m in collection.metrics if m.tags.get("device") == "sda")
+
+    def fast_drives_read_thrice() -> bool:
+        now[0] += 1.0  # an interval between collects: a read cycle is due at each
+        collect()
+        calls = calls_per_device(fake)
+        return all(calls.get(device, 0) >= 3 for device in fast)
+
+    def collected_while(condition: Callable[[], bool]) -> Callable[[], bool]:
+        def check() -> bool:  # the clock stands still: no new cycle
+            collect()
+            return condition()
+
+        return check
+
+    def cycles_over() -> bool:  # none running and none due: the clock stands still from here
+        cycle = rig.collector._cycle
+        return rig.collector._next_read > now[0] and cycle is not None and cycle.done()
+
+    try:
+        wait_until(fast_drives_read_thrice, "three reads of the fast drives")
+        wait_until(collected_while(cycles_over), "the end of the last read cycle")
+        # Each cycle submits sda before the others (TRIO's order), so its skips in the cycles
+        # that read the fast drives were counted before those reads; one more collect takes
+        # the last of them.
+        collect()
+        # Three cycles ran, and sda's read started once: before the fix, once per cycle.
+        assert gate.held() == [slow_device.split()[0]]
+        assert skipped >= 2, skipped
+        assert slow_device not in calls_per_device(fake)  # still held: not at the fake yet
+
+        gate.open()
+        wait_until(collected_while(lambda: bool(points)), "sda's point after the gate opened")
+        # Let every read end, so that close() leaves no fake smartctl behind.
+        wait_until(collected_while(lambda: not rig.collector._reads), "the reads' end")
+    finally:
+        gate.open()
+        rig.close()
+    assert calls_per_device(fake)[slow_device] == 1
 
 
 # -- the real smartctl -------------------------------------------------------------------------

@@ -14,6 +14,7 @@ from typing import IO, Any
 
 from diskprobe.compute.forecast import ForecastWindow
 
+from ci import HANG_GUARD_SEC
 from faultlib import FakeHost, assert_no_traceback, start_diskprobe, wait_for
 
 # Nothing but the collectors with a file to read; a forecast window whose resolution (36 s /
@@ -91,16 +92,16 @@ class Probe:
     def count(self, prefix: str) -> int:
         return len(self.lines(prefix))
 
-    def wait_lines(self, prefix: str, count: int, timeout: float = 30.0) -> None:
+    def wait_lines(self, prefix: str, count: int, timeout: float = HANG_GUARD_SEC) -> None:
         assert wait_for(lambda: self.count(prefix) >= count, timeout), self.text_err()
 
-    def wait_log(self, needle: str, timeout: float = 10.0) -> str:
+    def wait_log(self, needle: str, timeout: float = HANG_GUARD_SEC) -> str:
         assert wait_for(lambda: any(needle in line for line in self.stderr), timeout), (
             self.text_err()
         )
         return next(line for line in self.stderr if needle in line)
 
-    def stop(self, how: str, timeout: float = 10.0) -> tuple[int, float]:
+    def stop(self, how: str, timeout: float = HANG_GUARD_SEC) -> tuple[int, float]:
         """Send a signal by name, or close stdin ("EOF"); the exit status and seconds taken."""
         started = time.monotonic()
         if how == "EOF":

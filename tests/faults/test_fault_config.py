@@ -1,10 +1,11 @@
 """Config validation (#11 item 10): every bad value is refused at start, once, in one place.
 
 Each bad config file (or flag, or COLLECTD_INTERVAL) gives exit status 2, exactly one stderr line
-`E! config: <file>: ... <key> ...`, nothing on stdout and no traceback, quickly: at start-up,
-before the loop (the daemon is run without --once), and the same for --once and `doctor`.
-Before the fix these were accepted and then crashed in the loop, spun in a busy loop, hung on
-a FIFO, or went on with an E! every cycle.
+`E! config: <file>: ... <key> ...`, nothing on stdout and no traceback: at start-up, before the
+loop (the daemon is run without --once: no "started" line, no batch), and the same for --once
+and `doctor`. Before the fix these were accepted and then crashed in the loop, spun in a busy
+loop, hung on a FIFO, or went on with an E! every cycle: a daemon that does not end by itself
+is stopped by the hang guard and fails, however long a refusal takes on a loaded machine.
 """
 
 from __future__ import annotations
@@ -12,7 +13,6 @@ from __future__ import annotations
 import math
 import os
 import subprocess
-import time
 from pathlib import Path
 from typing import Any, Optional, Union
 
@@ -23,12 +23,11 @@ from hypothesis import strategies as st
 from diskprobe.config import SECTIONS, AgentConfig, ConfigError, load_config_text
 from diskprobe.config.legacy import LEGACY_KEYS
 
+from ci import HANG_GUARD_SEC
 from faultlib import FakeHost, assert_no_traceback, run_diskprobe
 
-# A bad config ends the process right after the imports (measured 0.2-0.4 s); the bound leaves
-# room for a loaded 2-core machine. The old code ran on (or hung): the run timeout ends it.
-EXIT_BOUND_SEC = 5.0
-RUN_TIMEOUT_SEC = 8.0
+# A bad config ends the process right after the imports; the old code ran on (or hung) for
+# ever. Far above any loaded-machine start-up, the guard is reached only by such a run.
 BIG = "1" + "0" * 30  # a TOML integer far beyond 64 bits (tomllib takes it)
 
 # (id, file content, key the message names); content "FIFO" makes a named pipe.
@@ -81,7 +80,7 @@ def _write(tmp_path: Path, content: Union[str, bytes]) -> Path:
 
 
 def _assert_refused(
-    result: subprocess.CompletedProcess[str], elapsed: float, prefix: str, key: Optional[str]
+    result: subprocess.CompletedProcess[str], prefix: str, key: Optional[str]
 ) -> None:
     assert_no_traceback(result.stderr)
     assert result.returncode == 2, result.stderr[-2000:]
@@ -89,13 +88,15 @@ def _assert_refused(
     lines = result.stderr.splitlines()
     assert len(lines) == 1 and lines[0].startswith(f"E! config: {prefix}"), lines[:5]
     assert key is None or key in lines[0], lines[0]
-    assert elapsed < EXIT_BOUND_SEC, elapsed
 
 
-def _run(args: list[str], env: dict[str, str]) -> tuple[subprocess.CompletedProcess[str], float]:
-    started = time.monotonic()
-    result = run_diskprobe(args, env, timeout=RUN_TIMEOUT_SEC)
-    return result, time.monotonic() - started
+def _run(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    try:
+        return run_diskprobe(args, env, timeout=HANG_GUARD_SEC)
+    except subprocess.TimeoutExpired as error:
+        seen = error.stderr or b""  # what it wrote so far (bytes: not decoded on a timeout)
+        text = seen.decode(errors="replace") if isinstance(seen, bytes) else seen
+        pytest.fail(f"not refused: still running after {HANG_GUARD_SEC:g}s\n{text[-2000:]}")
 
 
 @pytest.mark.parametrize(("content", "key"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
@@ -103,8 +104,8 @@ def test_bad_config_file_is_one_line_at_start(
     fake_host: FakeHost, tmp_path: Path, content: Union[str, bytes], key: Optional[str]
 ) -> None:
     path = _write(tmp_path, content)
-    result, elapsed = _run(["--config", str(path)], fake_host.env())  # the daemon, not --once
-    _assert_refused(result, elapsed, f"{path}: ", key)
+    result = _run(["--config", str(path)], fake_host.env())  # the daemon, not --once
+    _assert_refused(result, f"{path}: ", key)
 
 
 @pytest.mark.parametrize("mode", [["--once"], ["doctor"]])
@@ -116,8 +117,8 @@ def test_once_and_doctor_refuse_the_same(
 ) -> None:
     _, content, key = next(c for c in CASES if c[0] == case)
     path = _write(tmp_path, content)
-    result, elapsed = _run([*mode, "--config", str(path)], fake_host.env())
-    _assert_refused(result, elapsed, f"{path}: ", key)
+    result = _run([*mode, "--config", str(path)], fake_host.env())
+    _assert_refused(result, f"{path}: ", key)
 
 
 @pytest.mark.parametrize(
@@ -133,8 +134,8 @@ def test_bad_flag_is_one_line_at_start(
     fake_host: FakeHost, tmp_path: Path, args: list[str], prefix: str
 ) -> None:
     env = {**fake_host.env(), "INFLUX_TOKEN": "t"}
-    result, elapsed = _run([*args, "--config", str(_state_only(tmp_path))], env)
-    _assert_refused(result, elapsed, prefix, None)
+    result = _run([*args, "--config", str(_state_only(tmp_path))], env)
+    _assert_refused(result, prefix, None)
 
 
 @pytest.mark.parametrize("value", ["0.000000001", "1e300"])
@@ -143,15 +144,15 @@ def test_bad_collectd_interval_is_one_line_at_start(
 ) -> None:
     env = {**fake_host.env(), "COLLECTD_INTERVAL": value}
     args = ["--format", "collectd", "--config", str(_state_only(tmp_path))]
-    result, elapsed = _run(args, env)
-    _assert_refused(result, elapsed, "COLLECTD_INTERVAL", None)
+    result = _run(args, env)
+    _assert_refused(result, "COLLECTD_INTERVAL", None)
 
 
 def test_influxdb_cross_rule_names_the_file(tmp_path: Path) -> None:
     path = tmp_path / "d.toml"
     path.write_text('[output]\nkind = "influxdb"\nurl = "http://127.0.0.1:9"\n')
-    result, elapsed = _run(["--config", str(path)], {})
-    _assert_refused(result, elapsed, f"{path}: [output] kind", "bucket")
+    result = _run(["--config", str(path)], {})
+    _assert_refused(result, f"{path}: [output] kind", "bucket")
 
 
 def _state_only(tmp_path: Path) -> Path:
