@@ -46,26 +46,7 @@ from test_fault_children import (
 )
 from test_fault_children import write_config as smart_config
 
-from faultlib import (
-    DISKPROBE,
-    DISKSTATS,
-    MOUNTINFO,
-    PRESSURE_IO,
-    FakeHost,
-    diskprobe_env,
-)
-
-
-def make_host(root: Path, diskstats: str = DISKSTATS) -> FakeHost:
-    """What faultlib's fake_host fixture builds, outside pytest."""
-    host = FakeHost(root)
-    host.write("proc/diskstats", diskstats)
-    for name in ("proc/1/mountinfo", "proc/self/mountinfo"):
-        host.write(name, MOUNTINFO)
-    host.write("proc/pressure/io", PRESSURE_IO)
-    for folder in (host.sys / "class" / "block", host.sys / "fs" / "cgroup", root / "run"):
-        folder.mkdir(parents=True)
-    return host
+from faultlib import DISKPROBE, diskprobe_env, make_fake_host
 
 
 def kill_strays(root: Path) -> None:
@@ -78,7 +59,7 @@ def kill_strays(root: Path) -> None:
 def smart_read_exit(tmp: Path, how: str) -> float:
     """Seconds from `how` to the exit, with a hung SMART read in flight."""
     root = tmp / "fake"
-    process = start_with_read_in_flight(make_host(tmp / "host"), tmp, root, "hang")
+    process = start_with_read_in_flight(make_fake_host(tmp / "host"), tmp, root, "hang")
     try:
         started = time.monotonic()
         stop(process, how)
@@ -93,7 +74,7 @@ def smart_read_exit(tmp: Path, how: str) -> float:
 
 def short_interval_exit(tmp: Path, how: str, devices: int) -> float:
     """Seconds from `how` to the exit at interval 10ms with `devices` disks."""
-    host = make_host(tmp / "host", many_devices(devices))
+    host = make_fake_host(tmp / "host", many_devices(devices))
     config, _ = write_config(tmp, interval="10ms")
     probe = Probe(host, ["--config", str(config)])
     try:
@@ -109,7 +90,7 @@ def flood_rss_mb(tmp: Path) -> float:
     """Peak RSS (MB) of `--once` reading a drive whose smartctl prints 50 MB."""
     root = fake_drives(tmp / "fake", {DEVICE: "flood 50"})
     config = smart_config(tmp, f'devices = ["{DEVICE}"]\n')
-    env = diskprobe_env({**make_host(tmp / "host").env(), "FAKE_SMARTCTL_DIR": str(root)})
+    env = diskprobe_env({**make_fake_host(tmp / "host").env(), "FAKE_SMARTCTL_DIR": str(root)})
     args = [str(DISKPROBE), "--config", str(config), "--once", "--interval", "100ms"]
     process = subprocess.Popen(args, env=env, stdin=subprocess.DEVNULL,
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip

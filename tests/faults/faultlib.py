@@ -73,10 +73,10 @@ class FakeHost:
         return path
 
 
-@pytest.fixture
-def fake_host(tmp_path: Path) -> FakeHost:
-    host = FakeHost(tmp_path / "host")
-    host.write("proc/diskstats", DISKSTATS)
+def make_fake_host(root: Path, diskstats: str = DISKSTATS) -> FakeHost:
+    """A small host tree under `root` (the fixture's, and tests/bench/bench_stop.py's)."""
+    host = FakeHost(root)
+    host.write("proc/diskstats", diskstats)
     host.write("proc/1/mountinfo", MOUNTINFO)
     host.write("proc/self/mountinfo", MOUNTINFO)
     host.write("proc/pressure/io", PRESSURE_IO)
@@ -84,6 +84,11 @@ def fake_host(tmp_path: Path) -> FakeHost:
     (host.sys / "fs" / "cgroup").mkdir(parents=True)
     (host.root / "run").mkdir()
     return host
+
+
+@pytest.fixture
+def fake_host(tmp_path: Path) -> FakeHost:
+    return make_fake_host(tmp_path / "host")
 
 
 def diskprobe_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
