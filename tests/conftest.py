@@ -9,6 +9,7 @@ import uuid
 from pathlib import Path
 from typing import Iterator
 
+import psutil
 import pytest
 from hypothesis import settings
 
@@ -22,6 +23,7 @@ from ci import skip_or_fail, under_ci
 from influxdb_server import InfluxServer, find_influxd
 
 _database_numbers = itertools.count(1)
+_PROCFS = psutil.PROCFS_PATH  # "/proc", before any collector points it elsewhere
 
 
 # Under CI the property tests and fuzzers draw the same examples on every run (derandomize):
@@ -30,6 +32,17 @@ _database_numbers = itertools.count(1)
 settings.register_profile("ci", derandomize=True, print_blob=True)
 if under_ci():
     settings.load_profile("ci")
+
+
+@pytest.fixture(autouse=True)
+def _real_procfs_after_each_test() -> Iterator[None]:
+    """ProcessIoCollector points psutil's module-global PROCFS_PATH at its HOST_PROC
+    (sources/procio.use_roots; each collect() sets it again). A fake /proc of one test would
+    otherwise outlive it in its xdist worker: a later test asking psutil about a real pid
+    looked in a deleted tree (NoSuchProcess in test_cmdline_with_newlines_stays_on_one_line
+    after the process_io fuzzer had run in the same worker)."""
+    yield
+    psutil.PROCFS_PATH = _PROCFS
 
 
 @pytest.fixture(scope="session")
