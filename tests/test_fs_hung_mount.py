@@ -111,10 +111,9 @@ FUSECTL = Path("/sys/fs/fuse/connections")
 SIZE_FIELDS = ("total_bytes", "used_bytes", "free_bytes", "avail_bytes")
 ENOTCONN_TEXT = os.strerror(107)  # "Transport endpoint is not connected"
 
-# Every wait for something to happen (mounted, answered, exited, a batch) fails only after this:
-# far beyond what a loaded machine adds (a CPU hog beside 4 workers on 2 cores: tenths of a
-# second, seconds at worst), so only a hang (a regression that waits for the statfs of a mount
-# that answers nothing while the test checks) reaches it.
+# Every wait for something to happen (mounted, answered, exited, a batch) fails only after
+# HANG_GUARD_SEC: only a hang (a regression that waits for the statfs of a mount that answers
+# nothing while the test checks) gets near it.
 # Cleanup steps that escalate (SIGTERM, then SIGKILL; EOF, then abort and kill): not checks.
 HELPER_EXIT_GRACE_SEC = 5.0
 EXIT_GRACE_SEC = 5.0

@@ -37,8 +37,6 @@ from ci import HANG_GUARD_SEC, skip_or_fail
 from helpers import FIXTURES
 
 STABLE = ("f_bsize", "f_frsize", "f_blocks", "f_files", "f_namemax")  # no free counts: they move
-# Waits for something to happen fail only after this, far beyond what a loaded machine adds: only
-# a hang reaches it. No test here bounds a duration from above.
 
 
 def _answers(stream: IO[bytes], wanted: int, got: list[list[Any]], lines: list[int]) -> None:

@@ -45,10 +45,6 @@ NVME = ("nvme-sabrent-rocket-4-1tb", "/dev/nvme0 -d nvme", "nvme0")
 TRIO = (SSD, HDD, NVME)
 PYSMART_TEXT_CASE = TESTS / "fake_smartctl" / "cases" / "pysmart-text-sat-hikvision-hs-ssd-c100"
 HEALTH_FIELDS = {"health_ok", "temperature_c", "power_on_hours", "verdict", "reallocated_sectors"}
-# How long a test waits for what must come (a collect's return, a read's start) before it
-# calls it a hang. Never a claim about speed: the wrong paths these guard never end at all
-# (a smartctl that never answers, a timeout of an hour), so only a hang reaches it, and it is
-# far above anything a loaded 2-core machine adds.
 T = TypeVar("T")
 BUG_MEDIA_GUESS = (
     "plugin bug: json_parser.media_from_attributes guesses media=hdd for a JSON reply with no "

@@ -54,7 +54,6 @@ from ci import HANG_GUARD_SEC
 from helpers import FIXTURES, FakeClock, assert_schema
 
 NVME_FIXTURES = FIXTURES / "nvme-cli"
-# How long a test waits before calling it a hang: only a path that never ends reaches it.
 FAKE_NVME = Path(__file__).parent / "fake_nvme" / "nvme"
 
 # Hand-checked against the captures: kelvin - 273 (as smartctl converts), data units x 512,000.

@@ -37,8 +37,8 @@ CASE = GOLDEN / "ata-hdd-hgst-huh721008ale604-he10"  # a healthy SATA drive
 DEVICE = "/dev/sda -d sat"
 KiB = 1024
 MiB = 1024 * KiB
-# Far above any loaded-machine latency, far below the hour the reads are given: only a
-# diskprobe that waits for what it should not (a hung read, EOF, a dead parent) reaches it.
+# An hour, far beyond HANG_GUARD_SEC: only a diskprobe that waits for what it should not (a
+# hung read, EOF on a pipe a grandchild holds) gets near the guard.
 READ_TIMEOUT = 'timeout = "1h"\n'
 
 

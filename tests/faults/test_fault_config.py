@@ -26,8 +26,6 @@ from diskprobe.config.legacy import LEGACY_KEYS
 from ci import HANG_GUARD_SEC
 from faultlib import FakeHost, assert_no_traceback, run_diskprobe
 
-# A bad config ends the process right after the imports; the old code ran on (or hung) for
-# ever. Far above any loaded-machine start-up, the guard is reached only by such a run.
 BIG = "1" + "0" * 30  # a TOML integer far beyond 64 bits (tomllib takes it)
 
 # (id, file content, key the message names); content "FIFO" makes a named pipe.

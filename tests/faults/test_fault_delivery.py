@@ -35,7 +35,6 @@ from ci import HANG_GUARD_SEC, skip_or_fail
 from faultlib import FakeHost, assert_no_traceback, start_diskprobe, wait_for
 
 OUTPUT_POINT = "diskprobe_agent,collector=output,"
-# Far above any loaded-machine latency: only what does not happen at all reaches it.
 RETRY_IN = re.compile(r"output influxdb: retry in ([0-9.e+-]+)s")  # the --debug line
 Answer = tuple[int, dict[str, str]]  # HTTP status, extra headers
 

@@ -35,7 +35,6 @@ from faultlib import FakeHost, wait_for
 
 FS = "diskprobe_fs,"
 BATCH = "diskprobe_agent,collector=io,"  # one per batch (io runs in every one)
-# Far above any loaded-machine latency: reached only by a stop that is not served.
 # Batches whose io line the test sees after a stop signal: the one in progress, and one already
 # written but still in the pipe or the test's reader (a pipe holds 64 KiB, less than one batch
 # of these hosts, so never two). The handler runs in the main thread, between two bytecodes.

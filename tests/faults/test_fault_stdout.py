@@ -20,7 +20,6 @@ from ci import HANG_GUARD_SEC
 from faultlib import DISKPROBE, FakeHost, assert_no_traceback, diskprobe_env, start_diskprobe
 from lineproto import parse_lines
 
-# Far above any loaded-machine latency: reached only by a diskprobe that does not end.
 BATCH_END = b"diskprobe_agent,collector=cgroup_io,"  # the last line of a batch here
 
 

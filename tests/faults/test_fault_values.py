@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from ci import HANG_GUARD_SEC
 from faultlib import (
     FAKE_SMARTCTL,
     TESTS,
@@ -282,7 +283,7 @@ def test_nan_and_infinity_in_smartctl_json_drop_only_those_fields(
     device = (source / "device").read_text().strip()
     options = f'smartctl_path = "{FAKE_SMARTCTL}"\ndevices = ["{device}"]\n'
     probe = Probe(fake_host, "smart", reap, options, {"FAKE_SMARTCTL_DIR": str(case.parent)})
-    deadline = time.monotonic() + 20
+    deadline = time.monotonic() + HANG_GUARD_SEC
     smart: dict[str, dict[str, float]] = {}
     while not smart and time.monotonic() < deadline:  # reads run in the background
         batch = probe.batch()
