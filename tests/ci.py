@@ -8,12 +8,17 @@ test that quietly stopped running.
 The few skips left in the suite are about what no install can change (the real-drive corpus
 outside the repository, a kernel without PSI, a filesystem without capabilities); their
 reasons say so.
+
+Also the hang guard every test shares: how long it waits for what should take a fraction of a
+second (HANG_GUARD_SEC), and the two ways it waits (guarded(), wait_until()).
 """
 
 from __future__ import annotations
 
 import os
-from typing import NoReturn
+import threading
+import time
+from typing import Callable, NoReturn, TypeVar
 
 import pytest
 
@@ -21,6 +26,36 @@ import pytest
 # Never a bound on speed (docs/testing.md): a test whose peer must not be waited for makes
 # that peer never answer, so only a hang, the bug, gets anywhere near it.
 HANG_GUARD_SEC = 60.0
+T = TypeVar("T")
+
+
+def guarded(call: Callable[[], T], what: str) -> T:
+    """call()'s result; a failure, not a hung test, if it has not returned after
+    HANG_GUARD_SEC (it runs in a daemon thread, which the test's cleanup can then unblock)."""
+    results: list[T] = []
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            results.append(call())
+        except BaseException as error:  # re-raised in the test's thread
+            errors.append(error)
+
+    thread = threading.Thread(target=run, name="guarded", daemon=True)
+    thread.start()
+    thread.join(HANG_GUARD_SEC)
+    assert not thread.is_alive(), f"{what}: no return after {HANG_GUARD_SEC:g} s (a hang)"
+    if errors:
+        raise errors[0]
+    return results[0]
+
+
+def wait_until(condition: Callable[[], bool], what: str) -> None:
+    """Poll until condition() holds; a failure after HANG_GUARD_SEC (a hang, not slowness)."""
+    deadline = time.monotonic() + HANG_GUARD_SEC
+    while not condition():
+        assert time.monotonic() < deadline, f"{what}: not after {HANG_GUARD_SEC:g} s (a hang)"
+        time.sleep(0.01)
 
 
 def under_ci() -> bool:

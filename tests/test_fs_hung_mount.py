@@ -94,7 +94,7 @@ from diskprobe.roots import HostRoots
 from diskprobe.sources.statfs import StatfsProber, WorkerStatfs
 from diskprobe.state import StateStore
 
-from ci import HANG_GUARD_SEC, skip_or_fail
+from ci import HANG_GUARD_SEC, guarded, skip_or_fail
 from lineproto import Point, parse_lines
 
 # Serial (tests/lanes.py): a hung FUSE mount is seen by every process that lists the mounts, so
@@ -416,28 +416,9 @@ class InProcess:
     def collect(self) -> tuple[Collection, dict[str, Metric], float]:
         """One collect, in a thread: one that waits for the hung statfs fails the test at
         HANG_GUARD_SEC instead of hanging it (the finalizer's abort then lets it return)."""
-        done: list[Collection] = []
-        failed: list[BaseException] = []
-
-        def run() -> None:
-            try:
-                done.append(self.collector.collect())
-            except BaseException as error:  # re-raised in the test's thread
-                failed.append(error)
-
-        collector = threading.Thread(target=run, name="collect", daemon=True)
         started = time.monotonic()
-        collector.start()
-        collector.join(HANG_GUARD_SEC)
+        collection = guarded(self.collector.collect, "collect(): it waits for the hung statfs")
         took = time.monotonic() - started
-        if collector.is_alive():
-            pytest.fail(
-                f"collect() still running after {took:.0f}s: it waits for the hung statfs",
-                pytrace=False,
-            )
-        if failed:
-            raise failed[0]
-        collection = done[0]
         return collection, {m.tags["path"]: m for m in collection.metrics}, took
 
     def never_time_out(self) -> None:
@@ -602,18 +583,14 @@ def test_close_does_not_wait_for_a_worker_stuck_in_the_kernel(
 
     # close() in a thread, the mount still hung: were close() to wait for the worker, which
     # cannot end while its call hangs, it would wait for ever, and the hang guard ends that.
-    closer = threading.Thread(target=in_process.collector.close, name="close", daemon=True)
-    closer.start()
-    closer.join(HANG_GUARD_SEC)
-    blocked = closer.is_alive()
+    # (A close() that waited is freed by the finalizer's abort.)
+    guarded(in_process.collector.close, "close(): it waits for the worker")
     # Evidence that it returned without the worker: the worker is still there, still waiting
     # in the kernel for the request that hangs.
     worker_running = worker.poll() is None
     worker_stuck = _blocked_in_fuse(worker.pid)
-    # The abort frees the worker (and a close() that waited), and the worker exits then.
+    # The abort frees the worker, and the worker exits then.
     hung_mount.abort()
-    closer.join(HANG_GUARD_SEC)
-    assert not blocked, f"close() still waiting after {HANG_GUARD_SEC:g}s: it waits for the worker"
     assert worker_running and worker_stuck, (worker_running, _task_states(worker.pid))
     assert worker.wait(HANG_GUARD_SEC) == 0
 

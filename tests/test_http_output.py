@@ -20,7 +20,7 @@ import threading
 import time
 import tracemalloc
 from pathlib import Path
-from typing import Any, Callable, Iterator, TypeVar
+from typing import Any, Callable, Iterator
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
@@ -32,7 +32,7 @@ from diskprobe.outputs.http import HttpOutput, parse_listen
 from diskprobe.outputs.http_server import CLIENT_THREAD, CONTENT_TYPE
 from test_prometheus import _config, _diskprobe, _env
 
-from ci import HANG_GUARD_SEC
+from ci import HANG_GUARD_SEC, guarded, wait_until
 
 # One worker for the whole file under xdist: its module fixture is set up once (lanes.py).
 pytestmark = pytest.mark.xdist_group("test_http_output")
@@ -48,7 +48,6 @@ TIMEOUT = 2.0
 NEVER = 3600.0
 BIG = 20 * 2**20  # a page no socket buffer holds
 Serve = Callable[..., HttpOutput]
-T = TypeVar("T")
 
 
 # -- helpers ----------------------------------------------------------------------------------
@@ -117,35 +116,6 @@ def client_threads() -> int:
     return sum(1 for thread in threading.enumerate() if thread.name == CLIENT_THREAD)
 
 
-def wait_for(condition: Callable[[], bool], what: str) -> None:
-    """Poll until condition() holds; a failure after HANG_GUARD_SEC (a hang, not slowness)."""
-    deadline = time.monotonic() + HANG_GUARD_SEC
-    while not condition():
-        assert time.monotonic() < deadline, f"{what}: not after {HANG_GUARD_SEC:g} s (a hang)"
-        time.sleep(0.01)
-
-
-def guarded(call: Callable[[], T], what: str) -> T:
-    """call()'s result; a failure, not a hung test, if it has not returned after
-    HANG_GUARD_SEC (it runs in a daemon thread, which the test's cleanup can then unblock)."""
-    results: list[T] = []
-    errors: list[BaseException] = []
-
-    def run() -> None:
-        try:
-            results.append(call())
-        except BaseException as error:  # re-raised in the test's thread
-            errors.append(error)
-
-    thread = threading.Thread(target=run, name="guarded", daemon=True)
-    thread.start()
-    thread.join(HANG_GUARD_SEC)
-    assert not thread.is_alive(), f"{what}: no return after {HANG_GUARD_SEC:g} s (a hang)"
-    if errors:
-        raise errors[0]
-    return results[0]
-
-
 def silent_and_open(sock: socket.socket) -> bool:
     """Nothing came from the server on `sock`, and it has not closed or reset it (yet)."""
     timeout = sock.gettimeout()
@@ -182,7 +152,7 @@ def stuck_client(output: HttpOutput) -> socket.socket:
         return bool(end and body)
 
     try:
-        wait_for(lambda: unread(sock) > 0 and body_started(), "the start of the page")
+        wait_until(lambda: unread(sock) > 0 and body_started(), "the start of the page")
     except BaseException:
         sock.close()
         raise
@@ -314,7 +284,7 @@ def test_idle_clients_at_the_limit_block_neither_writes_nor_the_busy_answer(
     output.write(real_page)
     holders = [socket.create_connection(output.address, timeout=HANG_GUARD_SEC) for _ in range(8)]
     try:
-        wait_for(lambda: client_threads() == 8, "the 8 holders' threads")
+        wait_until(lambda: client_threads() == 8, "the 8 holders' threads")
         page = big_page("x")
         guarded(lambda: output.write(page), "write() waited for the clients")
         # One more: told 503 at once (a connection that asks nothing gets the whole answer);
@@ -334,7 +304,7 @@ def test_idle_clients_at_the_limit_block_neither_writes_nor_the_busy_answer(
     finally:
         for holder in holders:
             holder.close()
-    wait_for(lambda: client_threads() == 0, "the holders' threads, after they hung up")
+    wait_until(lambda: client_threads() == 0, "the holders' threads, after they hung up")
     assert get(output)[2] == page.encode()
 
 
@@ -347,7 +317,7 @@ def test_an_idle_client_is_dropped_at_client_timeout_not_before(serve: Serve) ->
     with socket.create_connection(output.address, timeout=HANG_GUARD_SEC) as idle:
         assert idle.recv(100) == b"", "dropped without an answer"  # never dropped: a timeout
         assert time.monotonic() - start >= TIMEOUT, "dropped before client_timeout"
-    wait_for(lambda: client_threads() == 0, "the dropped client's thread")
+    wait_until(lambda: client_threads() == 0, "the dropped client's thread")
 
 
 def test_a_request_sent_a_byte_at_a_time_gets_client_timeout_in_all(serve: Serve) -> None:
@@ -373,7 +343,7 @@ def test_a_request_sent_a_byte_at_a_time_gets_client_timeout_in_all(serve: Serve
         received = drain(slow)
     assert sent < len(request), "each byte restarted the clock"
     assert received == b"", received[:100]  # dropped, not answered
-    wait_for(lambda: client_threads() == 0, "the trickling client's thread")
+    wait_until(lambda: client_threads() == 0, "the trickling client's thread")
 
 
 def test_a_client_that_never_reads_blocks_neither_writes_nor_scrapes(
@@ -400,11 +370,11 @@ def test_a_client_that_never_reads_blocks_neither_writes_nor_scrapes(
             status, _, body = get(output)
             assert (status, body) == (200, real_page.encode())
         # The scrapes' threads end; the stuck clients' go on, still sending the old page.
-        wait_for(lambda: client_threads() == 3, "the scrapes' threads' end")
+        wait_until(lambda: client_threads() == 3, "the scrapes' threads' end")
     finally:
         for sock in stuck:
             sock.close()  # with unread data: a reset, which ends their sends
-    wait_for(lambda: client_threads() == 0, "the stuck clients' threads, after they hung up")
+    wait_until(lambda: client_threads() == 0, "the stuck clients' threads, after they hung up")
 
 
 def test_a_client_that_never_reads_is_dropped_at_client_timeout_not_before(
@@ -417,7 +387,7 @@ def test_a_client_that_never_reads_is_dropped_at_client_timeout_not_before(
     start = time.monotonic()
     sock = stuck_client(output)
     try:
-        wait_for(lambda: client_threads() == 0, "the stuck client dropped")
+        wait_until(lambda: client_threads() == 0, "the stuck client dropped")
         assert time.monotonic() - start >= TIMEOUT, "dropped before client_timeout"
         received = drain(sock)  # what it got: the start of the page, cut off
         assert received.startswith(b"HTTP/1.0 200 ") and len(received) < BIG
@@ -473,9 +443,9 @@ def test_close_returns_at_once_and_hangs_up_on_stuck_clients() -> None:
     output.write(big_page("x"))
     stuck = [stuck_client(output), socket.create_connection(output.address, HANG_GUARD_SEC)]
     try:
-        wait_for(lambda: client_threads() == 2, "the 2 clients' threads")
+        wait_until(lambda: client_threads() == 2, "the 2 clients' threads")
         guarded(output.close, "close() waited for client_timeout")
-        wait_for(lambda: client_threads() == 0, "the clients' threads, hung up on")
+        wait_until(lambda: client_threads() == 0, "the clients' threads, hung up on")
         for sock in stuck:  # hung up on: the end (after what was sent), not a timeout
             drain(sock)
             assert not silent_and_open(sock)
@@ -594,7 +564,7 @@ def test_nothing_reaches_stderr_and_debug_gets_the_requests(
             rude.setsockopt(
                 socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00"
             )
-        wait_for(lambda: client_threads() == 0, "the rude client's thread")
+        wait_until(lambda: client_threads() == 0, "the rude client's thread")
         assert get(output)[0] == 200, "the server survived"
     captured = capfd.readouterr()
     assert (captured.out, captured.err) == ("", "")

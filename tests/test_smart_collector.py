@@ -11,10 +11,9 @@ import json
 import os
 import shutil
 import signal
-import threading
 import time
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, TypeVar
+from typing import Any, Callable, Iterable, Iterator
 
 import psutil
 import pytest
@@ -35,7 +34,7 @@ from smart_harness import (
     set_behaviour,
 )
 
-from ci import HANG_GUARD_SEC, skip_or_fail
+from ci import guarded, skip_or_fail, wait_until
 from helpers import FakeClock, assert_schema
 
 # Drives with real, distinct serials (baselines are per serial), at distinct paths.
@@ -45,7 +44,6 @@ NVME = ("nvme-sabrent-rocket-4-1tb", "/dev/nvme0 -d nvme", "nvme0")
 TRIO = (SSD, HDD, NVME)
 PYSMART_TEXT_CASE = TESTS / "fake_smartctl" / "cases" / "pysmart-text-sat-hikvision-hs-ssd-c100"
 HEALTH_FIELDS = {"health_ok", "temperature_c", "power_on_hours", "verdict", "reallocated_sectors"}
-T = TypeVar("T")
 BUG_MEDIA_GUESS = (
     "plugin bug: json_parser.media_from_attributes guesses media=hdd for a JSON reply with no "
     "rotation rate and no attributes (standby, open failure), so _remember_identity does not "
@@ -81,35 +79,6 @@ def fake_processes(root: Path) -> list[psutil.Process]:
         except (psutil.NoSuchProcess, psutil.AccessDenied):
             continue
     return found
-
-
-def guarded(call: Callable[[], T], what: str) -> T:
-    """call()'s result; a failure, not a hung test, if it has not returned after
-    HANG_GUARD_SEC (it runs in a daemon thread, which the test's cleanup can then unblock)."""
-    results: list[T] = []
-    errors: list[BaseException] = []
-
-    def run() -> None:
-        try:
-            results.append(call())
-        except BaseException as error:  # re-raised in the test's thread
-            errors.append(error)
-
-    thread = threading.Thread(target=run, name="guarded", daemon=True)
-    thread.start()
-    thread.join(HANG_GUARD_SEC)
-    assert not thread.is_alive(), f"{what}: no return after {HANG_GUARD_SEC:g} s (a hang)"
-    if errors:
-        raise errors[0]
-    return results[0]
-
-
-def wait_until(condition: Callable[[], bool], what: str) -> None:
-    """Poll until condition() holds; a failure after HANG_GUARD_SEC (see there)."""
-    deadline = time.monotonic() + HANG_GUARD_SEC
-    while not condition():
-        assert time.monotonic() < deadline, f"{what}: not after {HANG_GUARD_SEC:g} s (a hang)"
-        time.sleep(0.02)
 
 
 def add_drive(root: Path, golden: str, device: str, name: str | None = None) -> Path:

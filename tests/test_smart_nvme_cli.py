@@ -8,7 +8,6 @@ from __future__ import annotations
 import collections
 import io
 import json
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -46,11 +45,10 @@ from diskprobe.smart.nvme_smart_log import (
     parse_smart_log,
     sensor_temperatures,
 )
-from diskprobe.smart.reader import DriveRead
 from diskprobe.smart.runner import CommandRunner
 from diskprobe.state import StateStore
 
-from ci import HANG_GUARD_SEC
+from ci import guarded
 from helpers import FIXTURES, FakeClock, assert_schema
 
 NVME_FIXTURES = FIXTURES / "nvme-cli"
@@ -435,20 +433,13 @@ def test_a_vanished_controller_asks_for_rediscovery(fake_nvme: FakeNvme, sys_roo
 def test_a_hung_nvme_is_killed_at_the_timeout(fake_nvme: FakeNvme, sys_root: Path) -> None:
     fake_nvme.add("nvme0", behaviour="hang")
     runner = CommandRunner(str(FAKE_NVME), timeout=0.5)
-    reads: list[DriveRead] = []
     spec, roots = DriveSpec("/dev/nvme0", "nvme"), HostRoots(sys=str(sys_root))
-    reader = threading.Thread(
-        target=lambda: reads.append(read_nvme_cli(spec, runner, roots)), daemon=True
-    )
-    reader.start()
-    # The fake never answers: without the kill at the timeout the read would never return.
-    # HANG_GUARD_SEC is no bound on how long the kill may take, only a hang reaches it.
-    reader.join(HANG_GUARD_SEC)
-    hung = reader.is_alive()
-    runner.close()  # if it hung: kills the fake, so that the thread ends
-    reader.join(HANG_GUARD_SEC)
-    assert not hung, f"the read of a hung nvme did not return in {HANG_GUARD_SEC:g} s"
-    read = reads[0]
+    try:
+        # The fake never answers: without the kill at the timeout the read would never
+        # return. The guard is no bound on how long the kill may take: only a hang reaches it.
+        read = guarded(lambda: read_nvme_cli(spec, runner, roots), "the read of a hung nvme")
+    finally:
+        runner.close()  # if it hung: kills the fake, so that the guarded thread ends
     assert read.problem.startswith("timed out after 0.5s"), read.problem
     assert read.health.exit_status == -1 and read.health.serial == "S5GXNF0R123456A"
 
