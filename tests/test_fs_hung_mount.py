@@ -72,6 +72,7 @@ import contextlib
 import io
 import os
 import re
+import signal
 import subprocess
 import sys
 import threading
@@ -581,14 +582,19 @@ def test_close_does_not_wait_for_a_worker_stuck_in_the_kernel(
     _first_collect(hung_mount, in_process)
     worker = in_process.worker()
 
-    # close() in a thread, the mount still hung: were close() to wait for the worker, which
-    # cannot end while its call hangs, it would wait for ever, and the hang guard ends that.
-    # (A close() that waited is freed by the finalizer's abort.)
-    guarded(in_process.collector.close, "close(): it waits for the worker")
-    # Evidence that it returned without the worker: the worker is still there, still waiting
-    # in the kernel for the request that hangs.
-    worker_running = worker.poll() is None
-    worker_stuck = _blocked_in_fuse(worker.pid)
+    # At end of input the worker exits by itself, its stuck call killed with it (seen: the
+    # worker already a zombie when the test looked), so "still there after close()" would race
+    # with it. Stopped, it cannot end: a close() that waited for it would wait for ever, which
+    # the hang guard ends (the finalizer's abort and the SIGCONT below then free it).
+    os.kill(worker.pid, signal.SIGSTOP)
+    try:
+        guarded(in_process.collector.close, "close(): it waits for the worker")
+        # Evidence that it returned without the worker: the worker is still there, still
+        # waiting in the kernel for the request that hangs.
+        worker_running = worker.poll() is None
+        worker_stuck = _blocked_in_fuse(worker.pid)
+    finally:
+        os.kill(worker.pid, signal.SIGCONT)
     # The abort frees the worker, and the worker exits then.
     hung_mount.abort()
     assert worker_running and worker_stuck, (worker_running, _task_states(worker.pid))
