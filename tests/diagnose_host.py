@@ -3,6 +3,7 @@ tests/fuse_delay.py file (every request delayed), ext4 on it, mounted, files wri
 
     with dataset_host(skip, delay_ms=4.0) as host:
         host.data        # the mounted ext4's dataset directory (48 files of 1 MiB)
+        host.small       # another, of 32 files of 256 KiB
         host.big         # one 48 MiB file on it, for mmap reads
         host.device      # "loop7"
         host.fuse_file   # the FUSE file itself (a remote_fs read)
@@ -19,6 +20,7 @@ from typing import Callable, Iterator
 from failslow_host import SlowHost, slow_host
 
 FILES, FILE_BYTES, BIG_BYTES = 48, 1 << 20, 48 << 20
+SMALL_FILES, SMALL_BYTES = 32, 256 << 10
 
 
 class DatasetHost:
@@ -27,6 +29,7 @@ class DatasetHost:
         self.device = slow.devices[0]
         self.mountpoint = slow.workdir / "data-mnt"
         self.data = self.mountpoint / "dataset"
+        self.small = self.mountpoint / "small"
         self.big = self.mountpoint / "big.bin"
         self.checkpoints = self.mountpoint / "checkpoints"
         self.fuse_file = slow.mountpoint / slow.files[1]
@@ -40,6 +43,9 @@ class DatasetHost:
         self.checkpoints.mkdir()
         for index in range(FILES):
             (self.data / f"sample-{index:03}.bin").write_bytes(os.urandom(FILE_BYTES))
+        self.small.mkdir()
+        for index in range(SMALL_FILES):
+            (self.small / f"sample-{index:03}.bin").write_bytes(os.urandom(SMALL_BYTES))
         with open(self.big, "wb") as handle:
             for _ in range(BIG_BYTES >> 20):
                 handle.write(os.urandom(1 << 20))

@@ -12,6 +12,8 @@ process takes a batch from the queue and runs a "step". Modes:
   cpu DIR N        workers read DIR's files (tmpfs) and run a costly transform on each
   remote FILE N    workers pread 64 KiB at random from FILE (a FUSE file: no block device)
   compute          no workers: batches in memory, the step busy on the CPU
+  spin TOKEN N     workers hand over batches from memory; the step busy on the CPU (TOKEN:
+                   anything, to tell the job's command line apart)
   checkpoint DIR   the step writes 4 MiB to DIR and fsyncs it, then computes briefly
   third FILE       one process: reads 1/3 of the time (evicted first), computes 2/3
   idle             sleeps
@@ -58,6 +60,7 @@ def busy(seconds: float) -> int:
 
 def worker(mode: str, target: str, queue: multiprocessing.Queue) -> None:  # type: ignore[type-arg]
     files = sorted(Path(target).iterdir()) if mode in ("files", "cpu") else []
+    batch = bytes(4096)
     handle = open(target, "rb") if mode in ("mmap", "remote") else None  # noqa: SIM115
     mapped = None
     if mode == "mmap" and handle is not None:
@@ -77,6 +80,8 @@ def worker(mode: str, target: str, queue: multiprocessing.Queue) -> None:  # typ
             total = sum(mapped[offset] for offset in range(start, start + WINDOW, 4096))
             mapped.madvise(mmap.MADV_DONTNEED, start, WINDOW)  # else the pages stay mapped
             queue.put(total)  # here, and the other worker's eviction cannot drop them
+        elif mode == "spin":
+            queue.put(batch)  # waits while the queue is full: the step is what is slow
         elif mode == "remote" and handle is not None:
             size = os.fstat(handle.fileno()).st_size
             queue.put(len(os.pread(handle.fileno(), CHUNK, random.randrange(0, size - CHUNK))))
@@ -87,14 +92,15 @@ def main(argv: list[str]) -> None:
     name = os.environ.get("DIAGNOSE_JOB_COMM")  # a comm with bytes that are not UTF-8
     if name:
         ctypes.CDLL(None).prctl(15, os.fsencode(name), 0, 0, 0)  # PR_SET_NAME
-    if mode in ("files", "mmap", "cpu", "remote"):
+    if mode in ("files", "mmap", "cpu", "remote", "spin"):
         queue: multiprocessing.Queue = multiprocessing.Queue(maxsize=8)  # type: ignore[type-arg]
         for _ in range(int(argv[3])):
             multiprocessing.Process(target=worker, args=(mode, argv[2], queue), daemon=True).start()
         print("ready", flush=True)
+        step = 0.05 if mode == "spin" else 0.0005  # spin: the step is what limits the job
         while True:
             queue.get()  # waits for the next batch
-            busy(0.0005)  # a short step: the input is what limits this job
+            busy(step)  # a short step: the input is what limits this job
     print("ready", flush=True)
     if mode == "compute":
         batches = [bytes(1024) for _ in range(64)]

@@ -4,8 +4,11 @@ Real /proc and /sys for io, fs, pressure, process_io and cgroup_io, with a `dd o
 writer in a child cgroup of its own (throttled to 50 MiB/s: it gives the disk, the process
 and the cgroup something to report, and on cgroup v1 with Linux 6.10+ blkio counts nothing
 on a disk without a limit). SMART comes from tests/fake_smartctl/smartctl replaying one
-golden case, as this VM's virtio disk has no SMART. Needs root (the cgroup). Run through
-tests/update_generated.py.
+golden case, as this VM's virtio disk has no SMART. `--once` watches no training job (a
+verdict needs a whole interval): the diskprobe_job lines come from the agent's own interval
+mode watching two real jobs of tests/diagnose_job.py for a few intervals (one spinning on
+the CPU, one whose loaders read files on this machine's disk). Needs root (the cgroup, the
+jobs' blocked calls). Run through tests/update_generated.py.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -21,7 +25,7 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from diskprobe.roots import HostRoots
-from diskprobe.schema import MEASUREMENTS
+from diskprobe.schema import MEASUREMENTS, TRAINING
 from diskprobe.sources.cgroups import find_hierarchy
 
 from lineproto import Point, parse_line
@@ -64,11 +68,12 @@ def _bytes_per_sec(point: Point) -> float:
 
 def pick_lines(lines: list[str]) -> list[str]:
     """A few representative lines per measurement, in the schema's order; every measurement
-    of the schema must be there."""
+    the agent writes must be there (diskprobe_training is the training job's own, with its
+    own example in the README)."""
     parsed = [(parse_line(line), line) for line in lines if line.strip()]
     picked: list[str] = []
     missing = []
-    for spec in MEASUREMENTS:
+    for spec in (spec for spec in MEASUREMENTS if spec.name != TRAINING.name):
         count, rank = KEEP.get(spec.name, (2, lambda p: 0.0))
         ours = [(point, line) for point, line in parsed if point.measurement == spec.name]
         if not ours:
@@ -156,9 +161,44 @@ def run_once() -> list[str]:
     return done.stdout.splitlines()
 
 
+JOB_SCRIPT = TESTS / "diagnose_job.py"
+JOB_RUN_SEC = 14.0  # found after 4 s (start-up discoveries), then whole 2 s windows
+
+
+def run_jobs() -> list[str]:
+    """diskprobe_job lines of the agent watching two real jobs (as `train.py`)."""
+    off = "".join(f"[{name}]\nenabled = false\n" for name in
+                  ("io", "filesystems", "smart", "pressure", "process_io", "cgroup_io"))
+    with tempfile.TemporaryDirectory(prefix="diskprobe-example-", dir="/var/tmp") as name:
+        work = Path(name)
+        script, data = work / "train.py", work / "dataset"
+        shutil.copy(JOB_SCRIPT, script)
+        data.mkdir()
+        for index in range(16):
+            (data / f"sample-{index:02}.bin").write_bytes(os.urandom(1 << 20))
+        config = work / "diskprobe.toml"
+        config.write_text(f'interval = "{INTERVAL}"\nstate_file = "{work / "state.json"}"\n'
+                          f'{off}[jobs]\nmatch = ["train\\\\.py"]\n')  # fmt: skip
+        jobs = [subprocess.Popen([sys.executable, str(script), *argv], stdout=subprocess.DEVNULL,
+                                 start_new_session=True)  # its loaders die with it: killpg
+                for argv in (("spin", "-", "2"), ("files", str(data), "2"))]  # fmt: skip
+        try:
+            done = subprocess.run([str(DISKPROBE), "--config", str(config)], capture_output=True,
+                                  text=True, timeout=JOB_RUN_SEC)  # fmt: skip
+        except subprocess.TimeoutExpired as stopped:
+            out = stopped.stdout.decode() if isinstance(stopped.stdout, bytes) else ""
+        else:
+            raise SystemExit(f"example output: the agent exited {done.returncode}: {done.stderr}")
+        finally:
+            for job in jobs:
+                os.killpg(job.pid, signal.SIGKILL)
+                job.wait()
+    return [line for line in out.splitlines() if line.startswith("diskprobe_job,")][-2:]
+
+
 def example_block() -> str:
     """The README's example-output block: a fenced block of real lines."""
-    return "```text\n" + "\n".join(pick_lines(run_once())) + "\n```\n"
+    return "```text\n" + "\n".join(pick_lines(run_once() + run_jobs())) + "\n```\n"
 
 
 if __name__ == "__main__":

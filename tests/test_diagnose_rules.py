@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from diskprobe.collectors.job_evidence import Snapshot, throttles
+from diskprobe.collectors.task_classify import Classifier
 from diskprobe.compute.bottleneck import Counts, decide
-from diskprobe.diagnose.classify import Classifier
-from diskprobe.diagnose.evidence import Snapshot, throttles
 from diskprobe.roots import HostRoots
 from diskprobe.sources.cgroup_limits import job_cgroup, parse_io_max, parse_v1_limit
 from diskprobe.sources.file_places import FilePlaces, Place

@@ -6,6 +6,7 @@ from diskprobe.collectors.base import Collector, CollectorContext
 from diskprobe.collectors.cgroup_io import CgroupIoCollector
 from diskprobe.collectors.filesystems import FilesystemsCollector
 from diskprobe.collectors.io import IoCollector
+from diskprobe.collectors.jobs import JobsCollector
 from diskprobe.collectors.pressure import PressureCollector
 from diskprobe.collectors.process_io import ProcessIoCollector
 from diskprobe.collectors.smart import SmartCollector
@@ -15,7 +16,8 @@ from diskprobe.config import AgentConfig
 def build_collectors(
     config: AgentConfig, context: CollectorContext, once: bool = False
 ) -> list[Collector]:
-    """`once` (--once): SMART waits for its reads instead of emitting them a tick later."""
+    """`once` (--once): SMART waits for its reads instead of emitting them a tick later, and
+    jobs are not watched (a job's verdict needs a whole interval of samples)."""
     collectors: list[Collector] = []
     if config.io.enabled:
         collectors.append(IoCollector(config.io, context))
@@ -29,4 +31,6 @@ def build_collectors(
         collectors.append(ProcessIoCollector(config.process_io, context))
     if config.cgroup_io.enabled:
         collectors.append(CgroupIoCollector(config.cgroup_io, context))
+    if config.jobs.enabled and not once:  # a job's verdict needs an interval of samples
+        collectors.append(JobsCollector(config.jobs, context))
     return collectors

@@ -8,9 +8,13 @@ The rule, in the order it is applied (docs/diagnose.md says the same for users):
 2. the main thread (the training loop's) is placed by the largest of its shares: on a CPU
    or an accelerator (`compute`), waiting on a file (an I/O verdict), or waiting on another
    task (futex, pipe, poll: the loop waits for its input);
-3. when it waits on other tasks, the workers (every other thread of the job, loader processes
-   included) decide: waiting on files more than running gives an I/O verdict, running more
-   gives `input_cpu`; when neither the workers nor the main thread do much: `idle`;
+3. when it waits on other tasks, the other threads decide (compute/thread_roles.py sorts them):
+   the runtime's own threads (the step's pool in the main process: TensorFlow's and XLA's
+   Eigen pools, oneDNN/OpenMP, a runtime blocked in an accelerator's ioctl) running at least
+   as much as the loaders run and wait gives `compute`; else the loaders (worker processes,
+   and the main process's threads that read files) decide: waiting on files more than
+   running gives an I/O verdict, running more gives `input_cpu`; when neither they nor the
+   main thread do much: `idle`;
 4. an I/O verdict is the kind holding most of the file waits: `remote_fs` (no local block
    device under the file), `throttled` (the job's cgroup limit on that device is what it
    reaches), `checkpoint` (writes and syncs), else `disk`.
@@ -22,6 +26,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
+from diskprobe.compute.job_input import JobInput
 from diskprobe.sources.file_places import Place
 
 BOTTLENECKS = ("disk", "input_cpu", "compute", "checkpoint", "throttled", "remote_fs", "idle",
@@ -37,6 +42,7 @@ class Counts:
     running: int = 0
     accelerator: int = 0  # in ioctl() on an accelerator's device node
     sleeping: int = 0  # waiting on another task, a lock, a pipe, a timer
+    thread_waits: int = 0  # of those, in futex(): on a thread of its own process, a lock
     blocked: int = 0  # uninterruptible, on nothing diagnose can name
     faults: int = 0  # blocked in a page fault: placed on a device once the watch knows which
     file_waits: Counter[tuple[str, Place]] = field(default_factory=Counter)  # (read|write, place)
@@ -46,6 +52,7 @@ class Counts:
         self.running += other.running
         self.accelerator += other.accelerator
         self.sleeping += other.sleeping
+        self.thread_waits += other.thread_waits
         self.blocked += other.blocked
         self.faults += other.faults
         self.file_waits.update(other.file_waits)
@@ -89,8 +96,9 @@ class Verdict:
 
 
 def decide(main: Counts, workers: Counts, ticks: int, throttled: set[Place],
-           ended: str | None = None) -> Verdict:  # fmt: skip
-    """The verdict from the main thread's counts and the other tasks' over `ticks` samples."""
+           ended: str | None = None, runtime: Counts | None = None) -> Verdict:  # fmt: skip
+    """The verdict from the main thread's counts, the loaders' (`workers`) and the runtime's
+    compute threads' (`runtime`) over `ticks` samples."""
     if ended:
         return Verdict("unknown", [ended])
     if main.samples == 0:
@@ -104,13 +112,18 @@ def decide(main: Counts, workers: Counts, ticks: int, throttled: set[Place],
         return Verdict("compute", [f"the main thread runs {own.running:.0%} of the time "
                                    f"(on a CPU or an accelerator); it waits on files "
                                    f"{own.io_wait:.0%}"])  # fmt: skip
-    return _main_waits(own, main, workers, ticks, throttled)
+    return _main_waits(own, main, workers, runtime or Counts(), ticks, throttled)
 
 
-def _main_waits(own: Shares, main: Counts, workers: Counts, ticks: int,
+def _main_waits(own: Shares, main: Counts, workers: Counts, runtime: Counts, ticks: int,
                 throttled: set[Place]) -> Verdict:  # fmt: skip
-    others = Shares.of(workers, ticks)
+    others, pool = Shares.of(workers, ticks), Shares.of(runtime, ticks)
     waiting = f"the main thread waits on other tasks {own.sleeping + own.blocked:.0%} of the time"
+    if _runtime_runs_the_step(main, pool, others):
+        return Verdict("compute", [waiting, f"the runtime's own threads run the step: "
+                                   f"{pool.running:.2f} thread-equivalents busy, while the "
+                                   f"loaders run {others.running:.2f} and wait on files "
+                                   f"{others.io_wait:.2f}"])  # fmt: skip
     if others.running + others.io_wait < ACTIVE_MIN:
         if own.running >= ACTIVE_MIN and own.running >= own.io_wait:
             return Verdict("compute", [waiting, f"it runs {own.running:.0%} of the time; "
@@ -124,6 +137,15 @@ def _main_waits(own: Shares, main: Counts, workers: Counts, ticks: int,
     if others.io_wait >= others.running:
         return _io_verdict(workers, throttled, "workers", waiting, busy)
     return Verdict("input_cpu", [waiting, busy])
+
+
+def _runtime_runs_the_step(main: Counts, pool: Shares, loaders: Shares) -> bool:
+    """The main thread waits on its own process's threads (futex, not a loader's pipe or
+    socket) and those that compute (the runtime's pool) are at least as busy as the loaders:
+    the step runs there. A pool that spins after its step (OpenMP's KMP_BLOCKTIME) while the
+    loop waits on its DataLoader's pipe is not mistaken for the step."""
+    on_threads = main.thread_waits * 2 >= main.sleeping + main.blocked
+    return on_threads and pool.running >= max(ACTIVE_MIN, loaders.running + loaders.io_wait)
 
 
 def _io_verdict(counts: Counts, throttled: set[Place], waiters: str, *reasons: str) -> Verdict:
@@ -160,12 +182,23 @@ def io_kind(direction: str, place: Place, throttled: set[Place]) -> str:
 
 INPUT_BOUND = 0.25  # a job waiting for its next batch a quarter of its step time or more
 DEVICE_BUSY = 50.0  # %util of the data's device from which its waits are the device's
+# The job's own reads waited on the data's device at least a quarter as long as the loop
+# waited for input: a share of the wait as large as the one that makes a job input-bound.
+JOB_READ_WAIT = 0.25
 
 
 def training_verdict(input_wait: float, checkpoint: float, place: Place | None,
-                     in_memory: bool, util_percent: float | None) -> Verdict:  # fmt: skip
+                     in_memory: bool, util_percent: float | None,
+                     job: JobInput | None = None) -> Verdict:  # fmt: skip
     """What a training loop measured from inside is bound by: the share of step time waiting
-    for the next batch (`input_wait`) and in checkpoint saves, and where its data lives."""
+    for the next batch (`input_wait`) and in checkpoint saves, where its data lives and, for
+    data on a local block device, what the job's own input did (`job`). In order:
+    `checkpoint` (saves take a quarter of the step time, more than the input wait);
+    `compute` (waiting under a quarter); `input_cpu` (the data is in memory); `unknown`
+    (no data_paths); `remote_fs` (no local block device under the data); then, with `job`,
+    `_local_input` decides (the meter always gives it); without it (a caller that knows only
+    the device), `disk` when the device was at least DEVICE_BUSY % busy, else `input_cpu`: a
+    device busy with another process's reads then looks like the job's own wait."""
     waiting = f"{input_wait:.0%} of step time waiting for input"
     if checkpoint >= INPUT_BOUND and checkpoint >= input_wait:
         return Verdict("checkpoint", [f"{checkpoint:.0%} of step time in checkpoint saves"])
@@ -177,8 +210,31 @@ def training_verdict(input_wait: float, checkpoint: float, place: Place | None,
         return Verdict("unknown", [waiting, "give data_paths= to tell disk from input_cpu"])
     if place.remote:
         return Verdict("remote_fs", [waiting, f"the data is on {place.fstype}"], place, "read")
+    if job is not None:
+        return _local_input(waiting, place, job)
     if util_percent is not None and util_percent >= DEVICE_BUSY:
         return Verdict("disk", [waiting, f"{place.device} is {util_percent:.0f} % busy"], place,
                        "read")  # fmt: skip
     return Verdict("input_cpu", [waiting, f"{place.device} is {util_percent or 0:.0f} % busy: "
                                  "the loaders, not the device"])  # fmt: skip
+
+
+def _local_input(waiting: str, place: Place, job: JobInput) -> Verdict:
+    """An input-bound loop with its data on a local block device, by what its own input did:
+    `unknown` when its reads could not be measured; `disk` when they waited on the device at
+    least JOB_READ_WAIT of the loop's input wait (however busy the device, only the job's own
+    reads are blamed on it); else `input_cpu` when its loaders ran at least ACTIVE_MIN
+    thread-equivalents; else `idle`: the loader waits on something that is not a file (the
+    network, a lock, another process)."""
+    if job.read_wait_share is None:
+        return Verdict("unknown", [waiting, "the job's own reads could not be measured "
+                                   "(/proc/<pid>/io, or the device's counters)"])  # fmt: skip
+    reads = (f"the job's reads ({(job.read_bytes_per_sec or 0) / 1e6:.1f} MB/s) waited on "
+             f"{place.device} {job.read_wait_share:.0%} as long as it waited for input")
+    if job.read_wait_share >= JOB_READ_WAIT:
+        return Verdict("disk", [waiting, reads], place, "read")
+    loaders = f"its loaders ran {job.loader_cpu_cores:.2f} thread-equivalents"
+    if job.loader_cpu_cores >= ACTIVE_MIN:
+        return Verdict("input_cpu", [waiting, reads, loaders])
+    return Verdict("idle", [waiting, reads, loaders, "the loader waits on something that is "
+                            "not a file"])  # fmt: skip

@@ -16,6 +16,7 @@ from diskprobe.config.attribution import ProcessIoConfig as ProcessIoConfig
 from diskprobe.config.checks import ConfigError as ConfigError
 from diskprobe.config.checks import check_config, closest, convert
 from diskprobe.config.file import parse_toml, read_config_file
+from diskprobe.config.jobs import JobsConfig as JobsConfig
 from diskprobe.config.legacy import move_legacy_keys
 from diskprobe.config.output import OutputConfig as OutputConfig
 from diskprobe.config.sections import PSEUDO_FILESYSTEMS as PSEUDO_FILESYSTEMS
@@ -70,6 +71,7 @@ class AgentConfig:
     cgroup_io: CgroupIoConfig = field(
         default_factory=CgroupIoConfig, metadata={"doc": CgroupIoConfig.__doc__}
     )
+    jobs: JobsConfig = field(default_factory=JobsConfig, metadata={"doc": JobsConfig.__doc__})
     output: OutputConfig = field(
         default_factory=OutputConfig, metadata={"doc": OutputConfig.__doc__}
     )
@@ -82,6 +84,7 @@ SECTIONS: dict[str, type] = {
     "pressure": PressureConfig,
     "process_io": ProcessIoConfig,
     "cgroup_io": CgroupIoConfig,
+    "jobs": JobsConfig,
     "output": OutputConfig,
 }
 

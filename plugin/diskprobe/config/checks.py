@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Mapping, Optional
 
 from diskprobe.config.errors import ConfigError as ConfigError
 from diskprobe.config.io_rules import check_fail_slow_window
+from diskprobe.config.jobs import check_jobs
 from diskprobe.config.output_rules import check_output
 from diskprobe.durations import format_duration, parse_duration
 from diskprobe.smart.thresholds import DEFAULT_THRESHOLDS
@@ -232,14 +233,14 @@ def check_config(
     check_output(config.output, where)
     config = _collectd_interval(config, env, interval_flagged)
     check_fail_slow_window(config, where)
+    check_jobs(config.jobs, where)
     return config
 
 
 def _collectd_interval(
     config: AgentConfig, env: Mapping[str, str], interval_flagged: bool
 ) -> AgentConfig:
-    # collectd's Interval (COLLECTD_INTERVAL) replaces the 10 s default; it also sets the
-    # PUTVAL interval, so it is checked whenever the format is collectd.
+    # collectd's Interval replaces the 10 s default and sets PUTVAL's: checked under collectd.
     if config.output.format != "collectd":
         return config
     interval = next(item for item in fields(config) if item.name == "interval")

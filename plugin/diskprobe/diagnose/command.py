@@ -7,9 +7,7 @@ import os
 import resource
 from typing import Any, TextIO
 
-from diskprobe.compute.bottleneck import Counts, Shares, Verdict, decide
-from diskprobe.diagnose.classify import Classifier
-from diskprobe.diagnose.evidence import (
+from diskprobe.collectors.job_evidence import (
     THROTTLE_REACHED,
     Snapshot,
     Throttle,
@@ -17,6 +15,10 @@ from diskprobe.diagnose.evidence import (
     place_faults,
     throttles,
 )
+from diskprobe.collectors.job_process import thread_facts
+from diskprobe.collectors.task_classify import Classifier
+from diskprobe.compute.bottleneck import Counts, Shares, Verdict, decide
+from diskprobe.compute.thread_roles import Groups, group_threads
 from diskprobe.diagnose.report import ADVICE, active_io_share, render_text, sentence, shares_dict
 from diskprobe.diagnose.watch import Watch, Watched
 from diskprobe.log import Logger
@@ -80,19 +82,13 @@ def build_report(watch: Watch, watched: Watched, places: FilePlaces, before: Sna
                  after: Snapshot, roots: HostRoots) -> dict[str, Any]:  # fmt: skip
     for process in watched.processes.values():
         place_faults(process, places, before, after)
-    main_process = watched.processes.get(watched.main_pid)
-    main = main_process.main if main_process else Counts()
-    workers = Counts()
-    for process in watched.processes.values():
-        if process.pid in watch.wrappers:
-            continue
-        workers.add(process.others)
-        if process.pid != watched.main_pid:
-            workers.add(process.main)
+    job = [process for process in watched.processes.values() if process.pid not in watch.wrappers]
+    groups = group_threads(thread_facts(job, watched.main_pid))
+    main, workers = groups.main, groups.workers
     found = throttles(roots, places.devices, before, after, watched.seconds)
     held = {place for place, throttle in found.items() if throttle.reached >= THROTTLE_REACHED}
-    verdict = decide(main, workers, watched.ticks, held, watched.ended)
-    report = _base(verdict, watched, main, workers, watch.wrappers)
+    verdict = decide(main, workers, watched.ticks, held, watched.ended, groups.runtime)
+    report = _base(verdict, watched, groups, watch.wrappers)
     _add_place(report, verdict, watch, watched, before, after)
     if verdict.place is not None and verdict.place in found:
         report["throttle"] = _throttle(found[verdict.place])
@@ -103,7 +99,7 @@ def build_report(watch: Watch, watched: Watched, places: FilePlaces, before: Sna
     return report
 
 
-def _base(verdict: Verdict, watched: Watched, main: Counts, workers: Counts,
+def _base(verdict: Verdict, watched: Watched, groups: Groups,
           wrappers: set[int]) -> dict[str, Any]:  # fmt: skip
     processes = []
     for process in sorted(watched.processes.values(), key=lambda p: p.pid):
@@ -111,13 +107,13 @@ def _base(verdict: Verdict, watched: Watched, main: Counts, workers: Counts,
         threads.add(process.main)
         threads.add(process.others)
         spread = Shares.of(threads, watched.ticks)  # thread-equivalents over its threads
-        ticks = sum(last - first for first, last in process.cpu.values())
-        reading = _io_rate(process.io_first, process.io_last, watched.seconds)
+        ticks = process.cpu_ticks
+        reading = _io_rate(process.io[0], process.io[1], watched.seconds)
         processes.append({
             "pid": process.pid, "comm": process.comm,
             "role": "main" if process.pid == watched.main_pid
             else "wrapper" if process.pid in wrappers else "worker",
-            "threads": len(process.tids), "shares": shares_dict(Shares.of(process.main,
+            "threads": len(process.threads), "shares": shares_dict(Shares.of(process.main,
                                                                           process.main.samples)),
             "threads_running": round(spread.running, 3),
             "threads_io_wait": round(spread.io_wait, 3),
@@ -130,8 +126,11 @@ def _base(verdict: Verdict, watched: Watched, main: Counts, workers: Counts,
             "advice": ADVICE[verdict.bottleneck], "pid": watched.main_pid,
             "seconds": round(watched.seconds, 3), "samples": watched.ticks,
             "main": {"pid": watched.main_pid,
-                     "shares": shares_dict(Shares.of(main, main.samples))},
-            "workers": shares_dict(Shares.of(workers, watched.ticks)),
+                     "shares": shares_dict(Shares.of(groups.main, groups.main.samples)),
+                     "waits_on_own_threads": round(groups.main.thread_waits
+                                                   / max(1, groups.main.samples), 3)},
+            "workers": shares_dict(Shares.of(groups.workers, watched.ticks)),
+            "runtime": shares_dict(Shares.of(groups.runtime, watched.ticks)),
             "processes": processes}  # fmt: skip
 
 

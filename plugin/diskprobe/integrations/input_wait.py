@@ -16,10 +16,14 @@
 Per window of `window_steps` steps: the step time (from one step's end to the next's; the
 first step of each pass is left out: its wait is the loader starting),
 `input_wait_ratio` (time waiting for the next batch / step time), `checkpoint_ratio`, and
-with `data_paths` the device under the data and its iostat over the same window; the
-verdict uses the vocabulary of `diskprobe diagnose`. Logged on the `diskprobe` logger when
-the verdict changes, and summarised by close(). No thread, no sampling: two clock reads a
-step. The Keras and Lightning callbacks (InputWaitCallback) use the same meter.
+with `data_paths` the device under the data and its iostat over the same window
+(`device_util_percent`: its %util, capped at 100); the verdict uses the vocabulary of
+`diskprobe diagnose`: on a local device `disk` only when the job's own reads (loader
+processes and threads included) waited on it, else `input_cpu` or `idle`, with the evidence
+(job_reads.py, compute/bottleneck.py's training_verdict). Logged on the `diskprobe` logger
+when the verdict changes, and summarised by close(). No thread, no sampling: two clock reads
+a step, and a few /proc reads at each window's close. The Keras and Lightning callbacks
+(InputWaitCallback) use the same meter.
 """
 
 from __future__ import annotations
@@ -31,8 +35,9 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence, TypeVar
 
+from diskprobe.collectors.job_evidence import Snapshot, device_figures
 from diskprobe.compute.bottleneck import Verdict, training_verdict
-from diskprobe.diagnose.evidence import Snapshot, device_figures
+from diskprobe.integrations.job_reads import JobReads
 from diskprobe.outputs.base import OutputFailed
 from diskprobe.roots import HostRoots
 from diskprobe.sources.file_places import FilePlaces, Place
@@ -77,6 +82,8 @@ class InputWaitMeter:
         self._window, self.total = Window(), Window()
         self._last_end: float | None = None
         self._disks = Snapshot.take(self._roots, None)
+        local = self.place is not None and not self.place.remote  # where `disk` can be said
+        self._job = JobReads(self._roots) if local else None
         self.verdict: Verdict | None = None
         self.last: dict[str, Any] | None = None  # the last window's report
         self.windows: list[dict[str, Any]] = []
@@ -154,14 +161,20 @@ class InputWaitMeter:
         wait, checkpoint = window.ratios()
         device = self.place.device if self.place else None
         figures = device_figures(device, before, after, seconds) if device else None
-        util = float(figures["util_percent"]) if figures else None
-        verdict = training_verdict(wait, checkpoint, self.place, self.in_memory, util)
+        # %util over the window, at most 100: io_ticks can run ahead of a short window's clock
+        util = min(100.0, float(figures["util_percent"])) if figures else None
+        job = self._job.window(window.step_sec, window.wait_sec, figures) if self._job else None
+        verdict = training_verdict(wait, checkpoint, self.place, self.in_memory, util, job)
         return {"steps": window.steps, "step_time_sec": window.step_sec / window.steps,
                 "input_wait_ratio": wait, "checkpoint_ratio": checkpoint,
                 "bottleneck": verdict.bottleneck, "reasons": verdict.reasons,
+                "reason": "; ".join(verdict.reasons[1:] or verdict.reasons),
                 "device": device, "mount_point": self.place.mount_point if self.place else None,
-                "device_iostat": figures, "verdict": verdict,
-                "sentence": sentence(wait, verdict, self.place, figures)}  # fmt: skip
+                "device_iostat": figures, "device_util_percent": util, "verdict": verdict,
+                "job_read_bytes_per_sec": job.read_bytes_per_sec if job else None,
+                "job_read_wait_share": job.read_wait_share if job else None,
+                "loader_cpu_cores": job.loader_cpu_cores if job else None,
+                "sentence": sentence(wait, verdict, self.place, util, figures)}  # fmt: skip
 
     def close(self) -> dict[str, Any] | None:
         """Ends the last window and logs the summary of the whole run (None: no step)."""
@@ -184,14 +197,15 @@ class InputWaitMeter:
         return summary
 
 
-def sentence(wait: float, verdict: Verdict, place: Place | None,
+def sentence(wait: float, verdict: Verdict, place: Place | None, util: float | None,
              figures: dict[str, Any] | None) -> str:  # fmt: skip
     text = f"{wait:.0%} of step time waiting for input"
     if place is not None and place.device:
         text += f"; dataset on {place.device} ({place.mount_point})"
         if figures:
-            text += (f", util {float(figures['util_percent']):.0f} %, r_await "
-                     f"{float(figures['read_await_ms']):.2f} ms")
+            text += f", util {util or 0:.0f} %, r_await {float(figures['read_await_ms']):.2f} ms"
+        if len(verdict.reasons) > 1:  # what the job's own input did
+            text += f"; {'; '.join(verdict.reasons[1:])}"
     elif place is not None:
         text += f"; dataset on {place.mount_point} ({place.fstype})"
     return f"{text}: {verdict.bottleneck}"

@@ -27,6 +27,7 @@ import time
 from pathlib import Path
 from typing import Any, Mapping, TextIO, cast
 
+from diskprobe.compute.job_names import job_name, job_rank
 from diskprobe.config.output import OutputConfig
 from diskprobe.log import Logger
 from diskprobe.metric import FieldValue, Metric
@@ -34,12 +35,10 @@ from diskprobe.outputs.base import OutputFailed
 from diskprobe.outputs.influxdb import InfluxDBOutput
 from diskprobe.schema.training import TRAINING
 from diskprobe.serializers.influx import InfluxSerializer
-from diskprobe.sources.u64 import parse_u64
 from diskprobe.state import state_home
 
 LOG = logging.getLogger("diskprobe")
 SPOOL_MAX_BYTES = 16 * 1024 * 1024  # per rank: about a year of 50-step windows
-MAX_RANK = 10**9  # nine digits: far beyond any job's ranks
 STORE_WAIT_SEC = 30.0  # close(): for the writer thread to store the last windows
 _LEVELS = {"E!": logging.ERROR, "W!": logging.WARNING, "I!": logging.INFO, "D!": logging.DEBUG}
 
@@ -60,19 +59,11 @@ def job_tags(env: Mapping[str, str], job: str | None = None,
     """host, job, rank and pod, from the arguments and the launcher's environment."""
     own = socket.gethostname()
     host = env.get("DISKPROBE_HOST") or env.get("NODE_NAME") or own
-    run_id = env.get("TORCHELASTIC_RUN_ID", "")
-    name = job or env.get("DISKPROBE_JOB") or (run_id if run_id not in ("", "none") else "")
-    name = name or Path(sys.argv[0] or "python").stem or "python"
-    tags = {"host": host, "job": name, "rank": str(rank if rank is not None else _rank(env))}
+    name = job or job_name(env, sys.argv[0])  # as the agent names it (diskprobe_job)
+    tags = {"host": host, "job": name, "rank": str(rank if rank is not None else job_rank(env))}
     if own != host:
         tags["pod"] = own
     return tags
-
-
-def _rank(env: Mapping[str, str]) -> int:
-    """RANK as torchrun sets it; anything else ("-1", "²", 5,000 digits) is the single rank 0."""
-    rank = parse_u64(env.get("RANK", "0"))
-    return rank if rank is not None and rank < MAX_RANK else 0
 
 
 def default_spool_base(env: Mapping[str, str]) -> Path:
@@ -172,8 +163,8 @@ def training_metric(report: Mapping[str, Any], tags: Mapping[str, str], time_ns:
     if report.get("mount_point"):
         fields["mount_point"] = str(report["mount_point"])
     figures = report.get("device_iostat")
-    if figures:
-        fields["device_util_percent"] = float(figures["util_percent"])
+    if figures:  # %util at most 100, as the meter's device_util_percent (the schema says why)
+        fields["device_util_percent"] = min(100.0, float(figures["util_percent"]))
         fields["device_read_await_ms"] = float(figures["read_await_ms"])
     point_tags = dict(tags)
     if report.get("device"):

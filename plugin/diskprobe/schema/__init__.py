@@ -10,6 +10,7 @@ from diskprobe.schema.agent import AGENT
 from diskprobe.schema.cgroup_io import CGROUP_IO
 from diskprobe.schema.fs import FS
 from diskprobe.schema.io import IO
+from diskprobe.schema.job import JOB
 from diskprobe.schema.pressure import PRESSURE
 from diskprobe.schema.process_io import PROCESS_IO
 from diskprobe.schema.smart import SMART, SMART_ATTR
@@ -32,6 +33,7 @@ __all__ = [
     "FS",
     "GAUGE",
     "IO",
+    "JOB",
     "MEASUREMENTS",
     "MEASUREMENT_PREFIX",
     "PRESSURE",
@@ -54,6 +56,7 @@ MEASUREMENTS: tuple[MeasurementSpec, ...] = (
     PRESSURE,
     PROCESS_IO,
     CGROUP_IO,
+    JOB,
     TRAINING,
     AGENT,
 )

@@ -12,7 +12,7 @@ AGENT = MeasurementSpec(
         TagSpec(
             "collector",
             "The collector this point describes: io, filesystems, smart, pressure, process_io, "
-            "cgroup_io or output.",
+            "cgroup_io, jobs or output.",
         ),
         TagSpec("version", "diskprobe's version."),
     ),
@@ -24,8 +24,8 @@ AGENT = MeasurementSpec(
             "int",
             "count",
             "What the collector saw in this batch: devices (io), mounts (filesystems), drives "
-            "(smart), processes (process_io), cgroups per device (cgroup_io), 1 (pressure), "
-            "batches waiting for delivery (output).",
+            "(smart), processes (process_io), cgroups per device (cgroup_io), watched jobs "
+            "(jobs), 1 (pressure), batches waiting for delivery (output).",
         ),
         _f(
             "exec_calls",
@@ -46,6 +46,13 @@ AGENT = MeasurementSpec(
             "Drive reads not started since the previous batch because that drive's previous "
             "read was still running (a hung drive, a `[smart] timeout` longer than the "
             "interval): one read per drive at a time (smart only).",
+        ),
+        _f(
+            "jobs_over_cap",
+            "int",
+            "count",
+            "Training jobs found beyond [jobs] max_jobs at the last discovery, left unwatched "
+            "(jobs only).",
         ),
         _f(
             "dropped_points",

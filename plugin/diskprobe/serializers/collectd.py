@@ -39,6 +39,7 @@ from typing import Iterable, Mapping
 
 from diskprobe.metric import FieldValue, Metric
 from diskprobe.schema import (
+    JOB,
     MEASUREMENT_PREFIX,
     MEASUREMENTS,
     PROCESS_IO,
@@ -47,6 +48,7 @@ from diskprobe.schema import (
     TRAINING,
     FieldSpec,
 )
+from diskprobe.schema.job import CODES_TEXT
 from diskprobe.serializers.text import escape_char, system_text
 
 PLUGIN = "diskprobe"
@@ -68,6 +70,10 @@ SKIPPED: dict[tuple[str, str], str] = {
     (SMART_ATTR.name, "when_failed"): "text; a failing attribute shows in `verdict_code`",
     (PROCESS_IO.name, "cmdline"): "text",
     (PROCESS_IO.name, "cgroup"): "text",
+    (JOB.name, "bottleneck"): "text; its number is `bottleneck_code` "
+    f"({CODES_TEXT})",
+    (JOB.name, "device"): "text; the job's device is in `diskprobe_io` under its name",
+    (JOB.name, "mount_point"): "text",
     (TRAINING.name, "bottleneck"): "text; written by training jobs to InfluxDB, never by collectd",
     (TRAINING.name, "mount_point"): "text; written by training jobs to InfluxDB, never by collectd",
 }

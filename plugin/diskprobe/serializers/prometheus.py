@@ -14,7 +14,8 @@ Every name, type and HELP line comes from the schema through one function, `fami
   `diskprobe_fs_inodes`).
   SMART lifetime counts stay gauges: they are drive readings taken every `[smart] interval`.
 - booleans are 1/0; a string field is `<measurement>_<field>_info{<tags>,<field>="text"} 1`.
-- labels are the tags (empty ones dropped), values escaped as the format says (backslash,
+- labels are the tags (empty ones dropped; diskprobe_job's `job` is `training_job`: Prometheus
+  owns `job`, the scrape's), values escaped as the format says (backslash,
   double quote, newline), after bytes that are not UTF-8 became %XX and a literal % %25
   (serializers/text.py).
 - HELP and TYPE once per family, all samples of a family together, families in schema
@@ -38,7 +39,7 @@ from dataclasses import dataclass
 from typing import Callable, Iterable, NamedTuple
 
 from diskprobe.metric import FieldValue, Metric
-from diskprobe.schema import AGENT, COUNTER, FS, IO, MEASUREMENTS, FieldSpec, MeasurementSpec
+from diskprobe.schema import AGENT, COUNTER, FS, IO, JOB, MEASUREMENTS, FieldSpec, MeasurementSpec
 from diskprobe.serializers.text import system_text
 
 STALE_AFTER = 2 * 3600.0  # four missed reads at the default [smart] interval of 30m
@@ -63,7 +64,8 @@ RENAMES = {
     "error_log_count": "error_log_errors",
     "self_test_failed_count": "self_tests_failed",
 }
-SNAPSHOTS = {"io": IO.name, "filesystems": FS.name}  # collector -> measurement
+SNAPSHOTS = {"io": IO.name, "filesystems": FS.name, "jobs": JOB.name}  # collector -> measurement
+LABEL_RENAMES = {(JOB.name, "job"): "training_job"}  # Prometheus's own `job` is the scrape's
 LABEL_NAME = re.compile(r"(?!__)[a-zA-Z_][a-zA-Z0-9_]*")
 CACHE_LIMIT = 50_000
 
@@ -192,9 +194,10 @@ class PrometheusSerializer:
             collector = metric.tags.get("collector", "")
             if metric.measurement == AGENT.name and collector in SNAPSHOTS:
                 replaced.add(SNAPSHOTS[collector])
-            tags = tuple(
-                sorted((k, v) for k, v in metric.tags.items() if v and LABEL_NAME.fullmatch(k))
-            )
+            tags = tuple(sorted(
+                (LABEL_RENAMES.get((metric.measurement, k), k), v)
+                for k, v in metric.tags.items() if v and LABEL_NAME.fullmatch(k)
+            ))  # fmt: skip
             labels = ",".join(self._label(k, v) for k, v in tags)
             batch.setdefault(metric.measurement, {})[tags] = _Series(now, metric, labels)
         for name in replaced | (batch.keys() & set(SNAPSHOTS.values())):

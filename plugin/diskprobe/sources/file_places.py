@@ -7,10 +7,13 @@ One FilePlaces per watch: a process's mount table is read once, device names are
 from __future__ import annotations
 
 import os
+import posixpath
+import stat as modes
 from dataclasses import dataclass
 
 from diskprobe.roots import HostRoots
 from diskprobe.sources.cgroups import DeviceNames
+from diskprobe.sources.job_procs import ACCELERATOR_PREFIXES
 from diskprobe.sources.mountinfo import Mount, read_process_mountinfo
 from diskprobe.sources.tasks import OpenFile
 
@@ -24,8 +27,8 @@ PSEUDO_TYPES = frozenset({"proc", "sysfs", "cgroup", "cgroup2", "tmpfs", "ramfs"
                           "devpts", "mqueue", "debugfs", "tracefs", "securityfs", "pstore", "bpf",
                           "hugetlbfs", "configfs", "fusectl", "pipefs", "sockfs", "anon_inodefs",
                           "nsfs"})  # fmt: skip
-ACCELERATORS = ("/dev/nvidia", "/dev/accel/", "/dev/dri/", "/dev/kfd", "/dev/neuron",
-                "/dev/davinci")  # fmt: skip
+MAX_LINKS = 8  # symlinks followed inside /dev (udev's by-id, mapper links: one or two)
+ACCELERATORS = ACCELERATOR_PREFIXES  # the nodes the agent finds jobs by (sources/job_procs.py)
 
 
 def is_remote(fstype: str) -> bool:
@@ -59,6 +62,7 @@ class FilePlaces:
         self._names = DeviceNames(roots)
         self._mounts: dict[int, list[Mount]] = {}
         self.devices: dict[Place, tuple[int, int]] = {}  # every local place located so far
+        self._below_dev: list[str] | None = None  # our mounts under /dev (shm, mqueue, pts)
 
     def locate(self, pid: int, file: OpenFile) -> Located | None:
         """None for a file on a pseudo filesystem (/proc, tmpfs): no storage behind it."""
@@ -105,16 +109,43 @@ class FilePlaces:
         inside = [m for m in same if _under(file.path, m.mount_point)]
         return max(inside or same, key=lambda mount: len(mount.mount_point))
 
-    @staticmethod
-    def _source_device(mount: Mount) -> tuple[int, int] | None:
-        """btrfs and others show an anonymous device (0:NN); the source names the disk."""
-        if not mount.source.startswith("/dev/"):
-            return None
-        try:
-            info = os.stat(mount.source)
-        except OSError:
-            return None
-        return (os.major(info.st_rdev), os.minor(info.st_rdev)) if info.st_rdev else None
+    def forget(self, pid: int) -> None:
+        """The process ended (or its mounts may have changed): its table is read again."""
+        self._mounts.pop(pid, None)
+
+    def _source_device(self, mount: Mount) -> tuple[int, int] | None:
+        """btrfs and others show an anonymous device (0:NN); the source names the disk.
+
+        The source is text a job controls (a mount in its own namespace): it is followed only
+        inside devtmpfs, our /dev without the mounts below it (/dev/shm and /dev/mqueue are
+        tmpfs any user writes), by lstat and readlink, never stat: nothing there can lead to
+        a file on a hung FUSE or NFS mount."""
+        source = posixpath.normpath(mount.source)  # "/dev/../x" is "/x": not under /dev
+        for _ in range(MAX_LINKS):
+            if not source.startswith("/dev/") or _under_any(source, self._dev_submounts()):
+                return None
+            try:
+                info = os.lstat(source)
+                if modes.S_ISBLK(info.st_mode):
+                    return os.major(info.st_rdev), os.minor(info.st_rdev)
+                if not modes.S_ISLNK(info.st_mode):
+                    return None
+                target = os.readlink(source)  # /dev/mapper/vg-root -> ../dm-0
+            except (OSError, ValueError):
+                return None
+            source = posixpath.normpath(posixpath.join(posixpath.dirname(source), target))
+        return None
+
+    def _dev_submounts(self) -> list[str]:
+        if self._below_dev is None:
+            mounts = read_process_mountinfo(HostRoots(), os.getpid())  # where lstat looks
+            self._below_dev = [mount.mount_point for mount in mounts
+                               if mount.mount_point.startswith("/dev/")]  # fmt: skip
+        return self._below_dev
+
+
+def _under_any(path: str, mount_points: list[str]) -> bool:
+    return any(_under(path, mount_point) for mount_point in mount_points)
 
 
 def _under(path: str, mount_point: str) -> bool:

@@ -69,6 +69,14 @@ def parse_proc_io(data: bytes) -> tuple[int, int] | None:
     return read_bytes, write_bytes
 
 
+def parse_rchar(data: bytes) -> int | None:
+    """rchar, the first line of the same file (per thread under task/<tid>/io): bytes read
+    through read(2), pread(2), readv(2), sendfile(2)..., from files and pipes alike, whether
+    or not storage was touched. None when absent or no u64 counter."""
+    words = data.split(None, 2)
+    return parse_u64(words[1]) if len(words) >= 2 and words[0] == b"rchar:" else None
+
+
 def scan_io(roots: HostRoots) -> Scan:
     """Every process's io file; processes that exit meanwhile (ENOENT, ESRCH) are left out."""
     raw: dict[str, bytes] = {}

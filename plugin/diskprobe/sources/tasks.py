@@ -33,13 +33,14 @@ class TaskStat:
     cpu_ticks: int  # utime + stime, in clock ticks
     start_ticks: int  # with the pid, names one process for the host's lifetime
     blkio_ticks: int | None  # delayacct_blkio_ticks (field 42): None on old kernels
+    arg_start: int | None = None  # field 48: moves at every exec (0 without ptrace rights)
 
 
 # /proc/<tid>/stat (proc(5)), after "pid (comm) ": the comm may hold spaces and ")", so the
 # fields start after the last ")":
 #   4242 (python3) D 4200 4242 4200 0 -1 4194304 1090 0 12 0 310 25 ... 0 0 0 18 ...
 #   state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt utime stime ...
-STATE, PPID, MAJFLT, UTIME, STIME, STARTTIME, BLKIO_TICKS = 0, 1, 9, 11, 12, 19, 39
+STATE, PPID, MAJFLT, UTIME, STIME, STARTTIME, BLKIO_TICKS, ARG_START = 0, 1, 9, 11, 12, 19, 39, 45
 
 
 def parse_task_stat(data: bytes) -> TaskStat | None:
@@ -53,10 +54,10 @@ def parse_task_stat(data: bytes) -> TaskStat | None:
     if None in numbers:
         return None
     ppid, majflt, utime, stime, start = (int(number or 0) for number in numbers)
-    blkio = parse_u64(fields[BLKIO_TICKS].decode("ascii", "replace")) \
-        if len(fields) > BLKIO_TICKS else None  # fmt: skip
+    blkio, arg_start = (parse_u64(fields[index].decode("ascii", "replace"))
+                        if len(fields) > index else None for index in (BLKIO_TICKS, ARG_START))
     state = fields[STATE].decode("ascii", "replace")[:1]
-    return TaskStat(state, ppid, majflt, utime + stime, start, blkio)
+    return TaskStat(state, ppid, majflt, utime + stime, start, blkio, arg_start)
 
 
 def _read(path: str, size: int = 4096) -> bytes | None:
@@ -72,9 +73,11 @@ def read_task_stat(roots: HostRoots, pid: int, tid: int) -> TaskStat | None:
     return parse_task_stat(data) if data else None
 
 
-def read_comm(roots: HostRoots, pid: int) -> str:
-    """The process's name ("" when gone); bytes that are no UTF-8 kept as surrogates."""
-    data = _read(roots.proc_path(str(pid), "comm"), 64)
+def read_comm(roots: HostRoots, pid: int, tid: int | None = None) -> str:
+    """The process's (or one thread's) name ("" when gone); bytes that are no UTF-8 kept as
+    surrogates."""
+    task = ("task", str(tid)) if tid is not None else ()
+    data = _read(roots.proc_path(str(pid), *task, "comm"), 64)
     return data.decode("utf-8", "surrogateescape").strip() if data else ""
 
 

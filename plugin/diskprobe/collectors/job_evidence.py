@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from diskprobe.collectors.job_process import Process
 from diskprobe.compute.iostat import disk_deltas, iostat_fields
-from diskprobe.diagnose.watch import Process
 from diskprobe.metric import FieldValue
 from diskprobe.roots import HostRoots
 from diskprobe.sources.cgroup_limits import JobCgroup, Limit, cgroup_counters, job_cgroup, limits_on

@@ -7,8 +7,10 @@
   D in open/stat/getdents            -> a metadata wait (the path is in the task's memory:
                                         placed by the directory fd when there is one)
   ioctl on /dev/nvidia*, /dev/accel* -> the accelerator: compute, not idle
+  S in futex                         -> sleeping, on a thread of its own process (a lock, a
+                                        condition: the runtime's pool running the step)
   D in anything else                 -> blocked (a kernel lock, memory reclaim...)
-  S in anything else                 -> sleeping (futex, poll, pipe: waiting on another task)
+  S in anything else                 -> sleeping (poll, pipe, socket: waiting on another task)
 Without the right to read /proc/<tid>/syscall, a D task counts as a file wait on an unknown
 place (D is I/O most of the time) and an S task as sleeping: `unreadable` counts those.
 """
@@ -21,7 +23,8 @@ from typing import Optional
 from diskprobe.compute.syscalls import CallKind, call_kind
 from diskprobe.roots import HostRoots
 from diskprobe.sources.file_places import FilePlaces, Located, Place, is_accelerator
-from diskprobe.sources.tasks import RUNNING, OpenFile, read_open_file, read_syscall
+from diskprobe.sources.task_files import TaskFiles
+from diskprobe.sources.tasks import RUNNING, OpenFile, read_open_file
 
 UNKNOWN = Place(None)
 FD_LIMIT = 1 << 31  # an argument above it is no fd (AT_FDCWD, -100, reads as 0xffffff9c)
@@ -29,7 +32,7 @@ FD_LIMIT = 1 << 31  # an argument above it is no fd (AT_FDCWD, -100, reads as 0x
 
 @dataclass(frozen=True)
 class Seen:
-    kind: str  # running, accelerator, file, fault, blocked, sleeping
+    kind: str  # running, accelerator, file, fault, blocked, sleeping, thread_wait
     direction: str = "read"
     place: Optional[Place] = None
     path: Optional[str] = None
@@ -37,12 +40,16 @@ class Seen:
 
 
 RUN, SLEEP, BLOCK, FAULT = Seen("running"), Seen("sleeping"), Seen("blocked"), Seen("fault")
+THREAD_WAIT = Seen("thread_wait")  # sleeping in futex: on a thread of its own process
+FUTEXES = frozenset({"futex", "futex_waitv"})
 DIRECTIONS = {"read": "read", "meta": "read", "async": "read", "write": "write", "sync": "write"}
 
 
 class Classifier:
-    def __init__(self, roots: HostRoots, machine: str, places: FilePlaces) -> None:
+    def __init__(self, roots: HostRoots, machine: str, places: FilePlaces,
+                 files: TaskFiles | None = None) -> None:  # fmt: skip
         self._roots, self._machine, self.places = roots, machine, places
+        self.files = files or TaskFiles(roots)
         self.unreadable = 0  # samples whose blocked call could not be read (permissions)
 
     def classify(self, pid: int, tid: int, state: str) -> Seen:
@@ -50,7 +57,7 @@ class Classifier:
             return RUN
         if state not in ("S", "D"):  # stopped, traced, zombie, idle
             return SLEEP
-        call = read_syscall(self._roots, pid, tid)
+        call = self.files.syscall(pid, tid)
         if call is None:
             self.unreadable += 1
             return Seen("file", place=UNKNOWN) if state == "D" else SLEEP
@@ -71,6 +78,8 @@ class Classifier:
         blocked = BLOCK if state == "D" else SLEEP
         if kind.kind == "ioctl":
             return Seen("accelerator") if file and is_accelerator(file) else blocked
+        if kind.name in FUTEXES:
+            return THREAD_WAIT if state == "S" else blocked
         direction = DIRECTIONS.get(kind.kind)
         if direction is None:
             return blocked
