@@ -18,6 +18,8 @@ import os
 import shutil
 from pathlib import Path
 
+# Each thread's schedstat counts its runs: a thread rewritten by the test has run (the sampler
+# reads its stat again only then, as it does on a real host).
 # A real /proc/<pid>/stat line (Linux 6.18, `sleep`), 52 fields; comm "(sleep)"; its start
 # time (field 22) 1456242 ticks: 14562 s after boot at 100 ticks a second; arg_start (48)
 # 140737453161194.
@@ -85,6 +87,9 @@ class FakeJobsHost:
         (task / "stat").write_bytes(os.fsencode(line.replace(ARG_START, arg_start)))
         (task / "syscall").write_text(syscall + "\n")
         (task / "io").write_text(_io(rchar, 0))
+        runs = int((task / "schedstat").read_text().split()[2]) if (task / "schedstat").exists() \
+            else 0  # fmt: skip
+        (task / "schedstat").write_text(f"1000 2000 {runs + 1}\n")  # it ran, to be rewritten
         (task / "comm").write_bytes(os.fsencode(comm) + b"\n")
 
     def open_file(self, pid: int, fd: int, target: Path) -> None:

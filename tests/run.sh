@@ -42,8 +42,9 @@ echo "torch==2.13.0" > "$VENV/torch-constraint.txt"
 # skip_summaries writes real TensorBoard event files: Keras 3's TensorBoard callback needs
 # TensorFlow's summary writer on every backend (the CPU build is enough), Lightning's
 # TensorBoardLogger the tensorboard package. What each costs: docs/testing.md.
+# jax[cpu]: only tests/test_diagnose_frameworks.py's jitted step (XLA runs it in its own threads).
 pip_quiet "$VENV/bin/python" -m pip install -q -c "$VENV/torch-constraint.txt" torch==2.13.0 \
-    keras lightning tensorflow-cpu==2.21.0 tensorboard==2.21.0
+    keras lightning tensorflow-cpu==2.21.0 tensorboard==2.21.0 'jax[cpu]'
 export KERAS_BACKEND=torch
 # The Flux downsampling task is checked by the Flux language server's own parser and type
 # checker, an npm package (tests/test_downsampling_flux.py). Node.js and npm come with this

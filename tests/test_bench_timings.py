@@ -1,5 +1,6 @@
 """The timing benchmarks that took over the fault and peer tests' old time bounds still run:
-tests/bench/bench_stop.py, bench_slow_peers.py and bench_hung_mount.py, one round each.
+tests/bench/bench_stop.py, bench_slow_peers.py and bench_hung_mount.py, one round each; and
+bench_jobs.py (what the agent's job watch costs), one short round.
 
 The figures are not judged (a shared machine's timing is no test): each line must hold a min
 and a median that are finite numbers, min <= median, for every figure the benchmark names.
@@ -68,3 +69,13 @@ def test_bench_hung_mount_runs() -> None:
                "--batches", "3")  # fmt: skip
     _check(out, ["first collect, timeout 1s (ms)", "later collect, mount stuck (ms)",
                  "close(), worker stuck (ms)", "diskprobe exit after EOF, statfs stuck (ms)"])
+
+
+def test_bench_jobs_runs() -> None:
+    out = _run(str(BENCH / "bench_jobs.py"), "--rounds", "1", "--seconds", "2", "--threads",
+               "8", "--counts", "1")  # fmt: skip
+    figures = _figures(out)
+    for name in ("agent, per job, 1 jobs", "default agent, [jobs] on",
+                 "default agent, [jobs] off", "diagnose, one job"):  # fmt: skip
+        low, middle = figures[name]  # a difference of two CPU times: noise may make it < 0
+        assert math.isfinite(low) and math.isfinite(middle) and low <= middle, (name, out)

@@ -414,7 +414,8 @@ def _smartctl() -> str:
 
 
 def _as_nobody(program: str, node: Path, ambient: Sequence[str] = (), nnp: bool = False,
-               bounding: Sequence[str] | None = None) -> str:  # fmt: skip
+               bounding: Sequence[str] | None = None,
+               arguments: Sequence[str] | None = None) -> str:  # fmt: skip
     """smartctl's output when `nobody` asks it to open `node`, with these capabilities.
 
     As under Telegraf, smartctl is started by a process that holds no permitted capabilities
@@ -430,10 +431,9 @@ def _as_nobody(program: str, node: Path, ambient: Sequence[str] = (), nnp: bool 
         argv.append(f"--bounding-set=-all,{allowed}")
     if nnp:
         argv.append("--no-new-privs")
-    result = subprocess.run(
-        [*argv, "/bin/sh", "-c", 'exec "$0" "$@"', program, "-d", "scsi", "-i", str(node)],
-        capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
+    rest = ["-d", "scsi", "-i", str(node)] if arguments is None else list(arguments)
+    result = subprocess.run([*argv, "/bin/sh", "-c", 'exec "$0" "$@"', program, *rest],
+                            capture_output=True, text=True, timeout=60)  # fmt: skip
     return result.stdout + result.stderr
 
 
@@ -455,6 +455,30 @@ def test_drop_in_capabilities_open_a_root_only_device_under_no_new_privileges(
     two = ["CAP_SYS_RAWIO", "CAP_SYS_ADMIN"]
     assert not _opened(_as_nobody(smartctl, device_node, two, True, bounding), device_node)
     assert not _opened(_as_nobody(smartctl, device_node), device_node)
+
+
+@pytest.mark.root
+def test_drop_in_lets_nobody_read_what_roots_job_waits_on_under_no_new_privileges() -> None:
+    """[jobs] and diagnose read a job's /proc/<tid>/syscall and fd links: with the drop-in's
+    ambient capabilities `nobody` may (CAP_SYS_PTRACE), without them it may not."""
+    _need_root("setpriv --reuid")
+    job = subprocess.Popen(["sleep", "600"])  # a root-owned "job", blocked in clock_nanosleep
+    try:
+        ambient = _drop_in("AmbientCapabilities")
+        bounding = sorted(set(_drop_in("CapabilityBoundingSet")) | {"CAP_NET_RAW"})
+        script = ["-c", READ, "sh", f"/proc/{job.pid}/syscall", f"/proc/{job.pid}/fd/0"]
+        granted = _as_nobody("/bin/sh", Path("/"), ambient, True, bounding, script)
+        refused = _as_nobody("/bin/sh", Path("/"), (), True, bounding, script)
+    finally:
+        job.kill()
+        job.wait()
+    assert granted.split() == ["read", "read"], granted
+    assert refused.split() == ["refused", "refused"], refused
+    assert "CAP_SYS_PTRACE" in ambient
+
+
+READ = 'for f; do if cat "$f" >/dev/null 2>&1 || readlink "$f" >/dev/null; then echo read; ' \
+    'else echo refused; fi; done'  # fmt: skip
 
 
 @pytest.mark.root
@@ -530,11 +554,12 @@ def test_daemonset_host_mounts_are_read_only_except_the_state_directory() -> Non
     assert not container.get("terminationMessagePath", "/dev/termination-log").startswith("/dev/")
 
 
-def test_daemonset_has_only_the_capabilities_smart_needs() -> None:
+def test_daemonset_has_only_the_capabilities_smart_and_jobs_need() -> None:
+    """SMART: SYS_RAWIO, SYS_ADMIN; [jobs] and process_io: SYS_PTRACE (reads, no attach)."""
     pod, container = _container()
     context = container["securityContext"]
     assert context["capabilities"]["drop"] == ["ALL"]
-    assert sorted(context["capabilities"]["add"]) == ["SYS_ADMIN", "SYS_RAWIO"]
+    assert sorted(context["capabilities"]["add"]) == ["SYS_ADMIN", "SYS_PTRACE", "SYS_RAWIO"]
     assert context.get("privileged") is not True
     assert context.get("allowPrivilegeEscalation") is not False  # rejected with SYS_ADMIN
     assert context.get("runAsUser") == 0 and context.get("readOnlyRootFilesystem") is True

@@ -206,7 +206,7 @@ def test_a_compute_job_beside_a_saturated_disk_is_not_blamed_on_it(host: Dataset
     fio = subprocess.Popen(
         ["fio", "--name=saturate", f"--filename=/dev/{host.device}", "--readonly",
          "--rw=randread", "--direct=1", "--ioengine=psync", "--numjobs=2", "--time_based",
-         "--runtime=60", "--output=/dev/null"], start_new_session=True,
+         "--runtime=60", "--output=/dev/null", "--thread"], start_new_session=True,
     )  # fmt: skip
     try:
         report = watch_job("compute")

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from diskprobe.collectors.smart import NO_DRIVES
 
+from ci import skip_or_fail
 from helpers import installed_command
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -146,3 +147,20 @@ def test_doctor_says_how_to_turn_delay_accounting_on_and_what_it_costs(tmp_path:
     result = _doctor(proc.parent, "[smart]\nenabled = false\n[process_io]\nenabled = false\n",
                      env={"HOST_PROC": str(proc)})  # fmt: skip
     assert "delay" not in result.stdout  # nothing to advise when process_io is off
+
+
+def test_doctor_says_whether_it_may_read_what_jobs_wait_on(tmp_path: Path) -> None:
+    """[jobs] with a match: OK as root; WARN with the fix when CAP_SYS_PTRACE is dropped (a
+    container's root); INFO when there is nothing to look for."""
+    if os.geteuid() != 0:
+        skip_or_fail("needs root, to drop CAP_SYS_PTRACE from it")
+    assert "jobs: watching 1 match pattern(s); CAP_SYS_PTRACE: blocked calls readable" in _doctor(
+        tmp_path, '[jobs]\nmatch = ["train"]\n').stdout
+    config = tmp_path / "diskprobe.toml"  # the one _doctor just wrote
+    dropped = subprocess.run(["setpriv", "--inh-caps=-sys_ptrace", "--bounding-set=-sys_ptrace",
+                              sys.executable, "-m", "diskprobe", "doctor", "--config",
+                              str(config)], capture_output=True, text=True, timeout=120)
+    line = next(line for line in dropped.stdout.splitlines() if " jobs: " in line)
+    assert line.startswith("WARN jobs: what other users' jobs' threads wait on is unreadable")
+    assert "--cap-add SYS_PTRACE" in line
+    assert "INFO jobs: no accelerator node under /dev" in _doctor(tmp_path).stdout

@@ -6,10 +6,13 @@ threads (compute/bottleneck.py). No process runs: each case is the shape a real 
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from diskprobe.compute.bottleneck import Counts, decide
+from diskprobe.compute.bottleneck import BOTTLENECKS, Counts, decide
 from diskprobe.compute.job_groups import JobRoot, job_members, job_roots
 from diskprobe.compute.job_names import (
+    ENVIRONMENT,
     is_launcher,
     job_name,
     job_rank,
@@ -26,6 +29,9 @@ from diskprobe.compute.thread_roles import (
     thread_role,
 )
 from diskprobe.sources.file_places import Place
+from diskprobe.sources.job_procs import parse_cmdline, parse_environ
+from diskprobe.sources.procio import parse_rchar
+from diskprobe.sources.tasks import parse_task_stat
 
 DATA = Place("loop3", "/mnt/data")
 
@@ -159,3 +165,36 @@ def test_launchers_are_known_by_name() -> None:
     assert is_launcher(["mpirun", "-n", "4", "python", "train.py"])
     assert not is_launcher(["python3", "train.py", "--launcher", "torchrun"])
     assert not is_launcher([])
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.binary(max_size=600))
+def test_the_job_watchs_parsers_take_any_bytes(data: bytes) -> None:
+    """What a hostile or half-written /proc file gives each parser the job watch uses: a
+    value of the right type or None, never an exception."""
+    assert parse_rchar(data) is None or 0 <= int(parse_rchar(data) or 0) < 2**64
+    assert all(isinstance(word, str) for word in parse_cmdline(data))
+    environ = parse_environ(data, ENVIRONMENT)
+    assert set(environ) <= set(ENVIRONMENT) and all(isinstance(v, str) for v in environ.values())
+    stat = parse_task_stat(data)
+    assert stat is None or (stat.cpu_ticks >= 0 and len(stat.state) <= 1)
+    script_name(parse_cmdline(data))
+    is_launcher(parse_cmdline(data))
+    job_name(environ, script_name(parse_cmdline(data)))
+    job_rank(environ)
+
+
+shares = st.integers(0, 200)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(shares, shares, shares, shares, shares, st.booleans(), st.booleans(),
+                          st.one_of(st.none(), st.integers(0, 2**40))), max_size=12))
+def test_any_mix_of_threads_gives_one_known_verdict(threads: list) -> None:  # type: ignore[type-arg]
+    facts = [thread(counts(running, sleeping, futex, reads, accelerator), main_process,
+                    index == 0, read) for index, (running, sleeping, futex, reads, accelerator,
+                                                  main_process, _, read) in enumerate(threads)]
+    groups = group_threads(facts)
+    assert groups.workers.accelerator == 0  # accelerator time is always the runtime's
+    result = decide(groups.main, groups.workers, 200, set(), None, groups.runtime)
+    assert result.bottleneck in BOTTLENECKS

@@ -8,6 +8,8 @@ test waits on the sampler's own counts (samples taken), never on a duration."""
 from __future__ import annotations
 
 import io
+import os
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -19,10 +21,11 @@ from diskprobe.log import Logger
 from diskprobe.metric import Metric
 from diskprobe.roots import HostRoots
 from diskprobe.serializers import FORMATS, make_serializer
-
-from ci import wait_until
-from helpers import assert_schema
 from jobs_host import FUTEX, RUNNING, FakeJobsHost, read_on
+
+from ci import guarded, wait_until
+from helpers import assert_schema, installed_command
+from lineproto import parse_line
 
 POD = ("/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod0f1e2d3c_4b5a_6978_"
        "8a9b_0c1d2e3f4a5b.slice/cri-containerd-" + "ab12" * 16 + ".scope")  # fmt: skip
@@ -108,6 +111,12 @@ def test_a_job_that_exits_forks_execs_or_renames_between_points(running) -> None
     host.process(201, 100, ["python3", "-u", "/work/train.py"], {"RANK": "1"}, POD)  # forks
     host.thread(401, 401, "R", RUNNING, comm="renamed")  # prctl(PR_SET_NAME)
     host.remove(300)  # the unit's job exits
+
+    def exit_seen() -> bool:
+        with collector.sampler.lock:
+            return all(job.gone for job in collector.sampler.jobs.values() if job.root.main == 300)
+
+    wait_until(exit_seen, "the exit is seen")  # the window it ends in gives no point for it
     window = by_pid(next_window(collector, 2))
     assert set(window) == {100, 401} and window[401].tags["job"] == "train"
     wait_until(lambda: by_pid(next_window(collector, 2))[100].fields["processes"] == 3,
@@ -157,3 +166,74 @@ def test_every_format_escapes_the_jobs_names(running, output_format: str) -> Non
         assert 'job=r%FFsumé\\ \\,\\="x,' in text and 'bottleneck="disk"' in text
     if output_format == "collectd":
         assert "bottleneck_code" in text and 'bottleneck"' not in text
+
+
+def test_the_installed_command_on_the_fake_host_escapes_the_jobs_names(tmp_path: Path) -> None:
+    """The same hostile host through the installed daemon: its diskprobe_job lines are valid
+    UTF-8 line protocol, the job's name escaped, and nothing goes to stderr but I! lines."""
+    host = build_host(tmp_path / "host")
+    config = tmp_path / "diskprobe.toml"
+    off = "".join(f"[{name}]\nenabled = false\n" for name in
+                  ("io", "filesystems", "smart", "pressure", "process_io", "cgroup_io"))
+    config.write_text(f'interval = "1s"\nstate_file = "{tmp_path / "state.json"}"\n{off}'
+                      '[jobs]\nmatch = ["train\\\\.py"]\nsample_interval = "50ms"\n')  # fmt: skip
+    agent = subprocess.Popen([*installed_command(), "--config", str(config)],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             env={**os.environ, **host.env})  # fmt: skip
+    assert agent.stdout is not None
+    try:
+        line = guarded(lambda: next(raw for raw in agent.stdout  # type: ignore[union-attr]
+                                    if b",job=r%FF" in raw), "a job line")
+    finally:
+        agent.terminate()
+        _, err = agent.communicate(timeout=30)
+    point = parse_line(line.decode("utf-8").rstrip("\n"))  # strict UTF-8
+    assert point.tags["job"] == 'r%FFsum\u00e9 ,="x' and point.fields["bottleneck"] == "disk"
+    assert all(raw.startswith(b"I! ") for raw in err.splitlines()), err
+
+
+def test_broken_proc_files_leave_out_only_what_they_break(tmp_path: Path) -> None:
+    """Hostile or half-written files of one job (a cut stat, a garbage syscall and schedstat,
+    an io file of words, a command line of binary, an environment without `=`): that job's
+    broken threads are left out, nothing raises, and the other jobs keep their verdicts."""
+    host, log = build_host(tmp_path), io.StringIO()
+    host.process(500, 1, ["python3", "train.py", "\udcff\x00\x01"], {"RANK": "2"})
+    (host.proc / "500" / "environ").write_bytes(b"RANK\x00=\x00" + b"\xff" * 70000)
+    host.thread(500, 501, "R", RUNNING)
+    task = host.proc / "500" / "task"
+    (task / "500" / "stat").write_bytes(b"500 (x) S 1 2 3\n")  # cut short
+    (task / "501" / "syscall").write_text("garbage\n")
+    (task / "501" / "schedstat").write_text("x y z\n")
+    (task / "501" / "io").write_bytes(b"rchar: \xd9\xa1\nwchar\n")
+    (host.proc / "500" / "io").write_text("read_bytes: 1e400\n")
+    collector = make_collector(host, log)
+    try:
+        collector.collect()
+        next_window(collector, 3)
+        points = by_pid(next_window(collector, 3))
+    finally:
+        collector.close()
+    assert {100, 300, 401} <= set(points)
+    assert points[300].fields["bottleneck"] == "compute"
+    assert_schema(list(points.values()))
+    assert "E! " not in log.getvalue() and "Traceback" not in log.getvalue()
+
+
+def test_a_failure_in_the_sampling_thread_is_reported_and_sampling_goes_on(running) -> None:  # type: ignore[no-untyped-def]
+    """An exception inside a tick (a bug, a kernel file of a shape never seen) is one W! line
+    and diskprobe_agent errors; the thread lives on and the next windows have their points."""
+    _, collector, log = running
+    original, failed = collector.sampler.sampler.sample, []
+
+    def failing_once(*args: object) -> None:
+        if not failed:
+            failed.append(True)
+            raise RuntimeError("a tick that breaks")
+        original(*args)  # type: ignore[arg-type]
+
+    collector.sampler.sampler.sample = failing_once  # type: ignore[method-assign]
+    wait_until(lambda: bool(failed), "the failing tick")
+    collection = collector.collect()
+    assert collection.errors == 1
+    assert "W! jobs: sampling: RuntimeError: a tick that breaks" in log.getvalue()
+    assert {100, 300, 401} <= set(by_pid(next_window(collector, 3)))

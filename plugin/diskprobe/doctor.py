@@ -22,7 +22,9 @@ from diskprobe.smart.devices import parse_scan
 from diskprobe.smart.reader import read_json, smartctl_version
 from diskprobe.smart.runner import CommandRunner
 from diskprobe.sources.delayacct import delay_accounting
+from diskprobe.sources.job_procs import accelerator_nodes_present
 from diskprobe.sources.mountinfo import read_mountinfo
+from diskprobe.sources.privileges import CAP_SYS_PTRACE, has_capability, ptrace_read_advice
 from diskprobe.state import StateStore
 
 CONTAINER_MARKERS = ("docker", "kubepods", "containerd", "libpod", "lxc")
@@ -168,6 +170,26 @@ def check_delay_accounting(report: Report, config: AgentConfig, roots: HostRoots
         report.line("INFO", f"kernel.task_delayacct = 0: {DELAYACCT_ADVICE}")
 
 
+def check_jobs(report: Report, config: AgentConfig) -> None:
+    """What [jobs] will find, and whether it may read what their threads wait on."""
+    jobs = config.jobs
+    if not jobs.enabled:
+        return
+    found = ["processes holding an accelerator open"] if accelerator_nodes_present() else []
+    found += [f"{len(jobs.match)} match pattern(s)"] if jobs.match else []
+    found += [f"{len(jobs.cgroups)} cgroup glob(s)"] if jobs.cgroups else []
+    if not found:
+        report.line("INFO", "jobs: no accelerator node under /dev and no [jobs] match or "
+                            "cgroups: no training job to watch")  # fmt: skip
+        return
+    if not has_capability(CAP_SYS_PTRACE):  # even root: a container drops it
+        report.line("WARN", f"jobs: what other users' jobs' threads wait on is unreadable "
+                            f"({ptrace_read_advice()}); their verdicts will rest on thread "
+                            "states")  # fmt: skip
+        return
+    report.line("OK", f"jobs: watching {', '.join(found)}; CAP_SYS_PTRACE: blocked calls readable")
+
+
 def check_state(report: Report, config: AgentConfig, log: Logger) -> StateStore:
     state = StateStore(config.state_file, log, config.state_save_interval)
     if state.path is None:
@@ -201,6 +223,7 @@ def run_doctor(
     _guarded(report, "I/O collector", lambda: check_io(report, config, roots, log))
     _guarded(report, "filesystems", lambda: check_filesystems(report, config, roots, log, state))
     check_delay_accounting(report, config, roots)
+    check_jobs(report, config)
     if config.smart.enabled:
         _guarded(report, "SMART", lambda: check_smart(report, config))
     report.line("INFO", f"{report.failures} problem(s), {report.warnings} warning(s)")

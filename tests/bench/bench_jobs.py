@@ -4,7 +4,7 @@
 Not a pytest module (tests/test_bench_timings.py runs it once, quickly, to see that it runs).
 Run it by hand, as root (the agent must read the jobs' /proc/<tid>/syscall):
 
-    python tests/bench/bench_jobs.py [--rounds 5] [--seconds 20] [--threads 64]
+    python tests/bench/bench_jobs.py [--rounds 5] [--seconds 20] [--threads 64] [--counts 1,8]
 
 Each job is shaped like a TensorFlow process: `--threads` threads, most waiting in futex (the
 runtime's idle pools), four running a few ms now and then, the main thread waiting. For
@@ -113,8 +113,9 @@ def diagnose_cost(threads: int, seconds: float) -> float:
     return float(json.loads(done.stdout)["cost"]["cpu_share_of_one_core"])
 
 
-def line(name: str, values: list[float], unit: str = "% of one core") -> None:
-    print(f"{name:<48} ({unit}) min {min(values):8.3f}  median {statistics.median(values):8.3f}")
+def line(name: str, values: list[float]) -> None:
+    print(f"{name:<32} min {min(values):7.3f}  median {statistics.median(values):7.3f}"
+          "  (% of one core)")
 
 
 def main() -> None:
@@ -122,12 +123,14 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--seconds", type=float, default=20.0)
     parser.add_argument("--threads", type=int, default=64)
+    parser.add_argument("--counts", default="1,8", help="how many jobs at once, e.g. 1,8")
     args = parser.parse_args()
+    counts = [int(count) for count in args.counts.split(",")]
     figures: dict[str, list[float]] = {}
     with tempfile.TemporaryDirectory(prefix="bench-jobs-") as work:
         workdir = Path(work)
         for _ in range(args.rounds):
-            for count in (1, 8):
+            for count in counts:
                 cost = watch_cost(count, args.threads, args.seconds, workdir)
                 figures.setdefault(f"agent, per job, {count} jobs", []).append(100 * cost)
             on, off = default_ratio(args.seconds, workdir)
@@ -139,8 +142,9 @@ def main() -> None:
           f"{args.rounds} rounds")  # fmt: skip
     for name, values in figures.items():
         line(name, values)
-    print(f"8 jobs together: median {8 * statistics.median(figures['agent, per job, 8 jobs']):.3f}"
-          " % of one core")
+    for count in counts:
+        total = count * statistics.median(figures[f"agent, per job, {count} jobs"])
+        print(f"{count} jobs together: median {total:.3f} % of one core")
 
 
 if __name__ == "__main__":

@@ -20,7 +20,7 @@ from ci import HANG_GUARD_SEC
 from faultlib import DISKPROBE, FakeHost, assert_no_traceback, diskprobe_env, start_diskprobe
 from lineproto import parse_lines
 
-BATCH_END = b"diskprobe_agent,collector=cgroup_io,"  # the last line of a batch here
+BATCH_END = b"diskprobe_agent,collector=jobs,"  # the last line of a batch here
 
 
 def _errors(stderr: str) -> list[str]:

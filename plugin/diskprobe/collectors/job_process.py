@@ -29,6 +29,7 @@ class Thread:
     rchar: tuple[int | None, int | None] = (None, None)  # at the window's start and end
     last: Seen | None = None  # what it did at the last sample where it had run since
     runs: int | None = None  # times it was put on a CPU (schedstat), as of `last`
+    ended: bool = False  # gone from the process's task list: dropped at the next window
 
 
 @dataclass
@@ -66,7 +67,9 @@ class Process:
         return sum(thread.cpu[1] - thread.cpu[0] for thread in self.threads.values())
 
     def new_window(self) -> None:
-        """The next window counts from here: readings carry over, counts start at zero."""
+        """The next window counts from here: readings carry over, counts start at zero; the
+        threads that ended are forgotten (a thread per request must not grow it forever)."""
+        self.threads = {tid: thread for tid, thread in self.threads.items() if not thread.ended}
         for thread in self.threads.values():
             thread.counts = Counts()
             thread.cpu = (thread.cpu[1], thread.cpu[1])
@@ -102,7 +105,8 @@ class ProcessSampler:
                 return
         if list_tasks:
             for tid in process.threads.keys() - set(tids):
-                self.files.forget(process.pid, tid)  # ended threads keep counts, not files
+                process.threads[tid].ended = True  # its counts stay for this window
+                self.files.forget(process.pid, tid)
 
     def _end(self, process: Process, at: float) -> None:
         process.ended_at = at

@@ -16,11 +16,11 @@ nothing for that window: a point never mixes two identities.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
-import time
 from dataclasses import dataclass, field
-from typing import Callable, TypeVar
+from typing import Callable, Iterator, TypeVar
 
 from diskprobe.collectors.job_discovery import Discovery, Identity
 from diskprobe.collectors.job_process import Process, ProcessSampler
@@ -35,6 +35,7 @@ from diskprobe.sources.tasks import read_comm, read_mapped_files, read_task_stat
 
 T = TypeVar("T")
 MEMBERSHIP_SEC = 1.0
+MAX_ERRORS = 20
 START_DISCOVERIES = (1.0, 2.0, 4.0, 8.0, 16.0)  # seconds after start: jobs started with us
 
 
@@ -53,8 +54,9 @@ class WatchedJob:
 
 
 class JobSampler:
-    def __init__(self, roots: HostRoots, config: JobsConfig) -> None:
-        self.roots, self.config = roots, config
+    def __init__(self, roots: HostRoots, config: JobsConfig, now: Callable[[], float]) -> None:
+        """`now`: the collector's monotonic clock (collectors/base.py Clock)."""
+        self.roots, self.config, self._now = roots, config, now
         self.places = FilePlaces(roots)
         self.files = TaskFiles(roots)
         classifier = Classifier(roots, os.uname().machine, self.places, self.files)
@@ -63,6 +65,7 @@ class JobSampler:
         self.lock = threading.Lock()
         self.jobs: dict[tuple[int, int], WatchedJob] = {}  # (main pid, start ticks) -> job
         self.over_cap = 0  # jobs found beyond max_jobs at the last discovery
+        self.errors: list[str] = []  # failures in the threads since the last cut
         self._execed: set[int] = set()  # main processes that exec'ed since the last discovery
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
@@ -85,13 +88,13 @@ class JobSampler:
     def _sample_loop(self) -> None:
         period = self.config.sample_interval
         relist_every = max(1, round(MEMBERSHIP_SEC / period))  # threads listed once a second
-        next_tick, ticks = time.monotonic(), 0
-        while not self._stop.wait(max(0.0, next_tick - time.monotonic())):
-            next_tick = max(next_tick + period, time.monotonic())
+        next_tick, ticks = self._now(), 0
+        while not self._stop.wait(max(0.0, next_tick - self._now())):
+            next_tick = max(next_tick + period, self._now())
             ticks += 1
-            with self.lock:
+            with self.lock, self._guard("sampling"):
                 for job in self.jobs.values():
-                    self._tick(job, time.monotonic(), ticks % relist_every == 0)
+                    self._tick(job, self._now(), ticks % relist_every == 0)
 
     def _tick(self, job: WatchedJob, at: float, list_tasks: bool) -> None:
         if job.gone:
@@ -107,20 +110,31 @@ class JobSampler:
         job.ticks += 1
 
     def _discovery_loop(self) -> None:
-        started = time.monotonic()
+        started = self._now()
         schedule = [started + delay for delay in START_DISCOVERIES]
         next_discovery = started
         while not self._stop.is_set():
-            now = time.monotonic()
-            if now >= next_discovery:
-                self._discover()
-                upcoming = [at for at in schedule if at > now]
-                next_discovery = upcoming[0] if upcoming else now + self.config.discovery_interval
-            elif self.jobs:
-                self._refresh_members()
-            self._read_deferred_maps()
-            wait = MEMBERSHIP_SEC if self.jobs else next_discovery - time.monotonic()
-            self._stop.wait(max(0.05, min(wait, next_discovery - time.monotonic())))
+            now = self._now()
+            with self._guard("discovery"):
+                if now >= next_discovery:
+                    upcoming = [at for at in schedule if at > now]
+                    next_discovery = upcoming[0] if upcoming else \
+                        now + self.config.discovery_interval  # fmt: skip
+                    self._discover()
+                elif self.jobs:
+                    self._refresh_members()
+                self._read_deferred_maps()
+            wait = MEMBERSHIP_SEC if self.jobs else next_discovery - self._now()
+            self._stop.wait(max(0.05, min(wait, next_discovery - self._now())))
+
+    @contextlib.contextmanager
+    def _guard(self, what: str) -> Iterator[None]:
+        """A failure is counted and kept for collect() to report, never a dead thread."""
+        try:
+            yield
+        except Exception as error:
+            self.errors.append(f"{what}: {type(error).__name__}: {error}"[:300])
+            del self.errors[:-MAX_ERRORS]
 
     def active(self) -> bool:
         """Whether there is anything to look for: no accelerator and no match/cgroups, none."""
@@ -206,6 +220,7 @@ class JobSampler:
                         self._forget(pid)
                     else:
                         process.new_window()
+                        self.places.forget(pid)  # its mount table is read again if needed
             self.sampler.paths.clear()
         return done
 

@@ -35,7 +35,7 @@ class JobsCollector(BaseCollector[JobsConfig]):
 
     def __init__(self, config: JobsConfig, context: CollectorContext) -> None:
         super().__init__(config, context)
-        self.sampler = JobSampler(self._roots, config)  # its threads; tests watch its jobs
+        self.sampler = JobSampler(self._roots, config, self._clock.monotonic)  # tests watch it
         self._started = False
         self._since: dict[Key, tuple[str, int]] = {}  # the verdict and when it began
         self._snapshots: dict[Key, Snapshot] = {}  # each job's counters at its window's start
@@ -56,8 +56,16 @@ class JobsCollector(BaseCollector[JobsConfig]):
         self._since = {key: value for key, value in self._since.items() if key in keys}
         self._snapshots = {key: value for key, value in self._snapshots.items() if key in keys}
         self._note_limits()
+        errors = self._take_errors()
         fields: dict[str, FieldValue] = {"jobs_over_cap": self.sampler.over_cap}
-        return Collection(metrics=metrics, items=len(keys), agent_fields=fields)
+        return Collection(metrics=metrics, items=len(keys), errors=errors, agent_fields=fields)
+
+    def _take_errors(self) -> int:
+        with self.sampler.lock:
+            errors, self.sampler.errors = self.sampler.errors, []
+        for error in errors:
+            self._log.warn_once(f"jobs-error:{error[:80]}", f"jobs: {error}")
+        return len(errors)
 
     def _disks(self) -> dict[str, DiskStat]:
         try:
