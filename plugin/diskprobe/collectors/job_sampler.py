@@ -68,6 +68,7 @@ class JobSampler:
         self.errors: list[str] = []  # failures in the threads since the last cut
         self._execed: set[int] = set()  # main processes that exec'ed since the last discovery
         self._stop = threading.Event()
+        self._found = threading.Event()  # set when a job is added: wakes the sampling thread
         self._threads: list[threading.Thread] = []
 
     def start(self) -> None:
@@ -80,6 +81,7 @@ class JobSampler:
     def stop(self) -> None:
         """Never waits: a thread inside a read that hangs is a daemon, left behind."""
         self._stop.set()
+        self._found.set()
 
     @property
     def unreadable(self) -> int:
@@ -90,6 +92,9 @@ class JobSampler:
         relist_every = max(1, round(MEMBERSHIP_SEC / period))  # threads listed once a second
         next_tick, ticks = self._now(), 0
         while not self._stop.wait(max(0.0, next_tick - self._now())):
+            if not self.jobs:  # nothing to sample: asleep until discovery finds a job
+                self._found.wait()
+                self._found.clear()
             next_tick = max(next_tick + period, self._now())
             ticks += 1
             with self.lock, self._guard("sampling"):
@@ -162,9 +167,14 @@ class JobSampler:
         new = [(key, root) for key, root in sorted(found.items()) if key not in self.jobs]
         for key, root in new[: max(0, self.config.max_jobs - watched)]:
             job = WatchedJob(root, self.discovery.identity_of(root.main))
-            with self.lock:
-                self.jobs[key] = job
+            main = self._process(root.main, job)  # sampled from its first tick on
+            if main is not None:
+                job.processes[main.pid] = main
+                with self.lock:
+                    self.jobs[key] = job
         self._refresh_members()
+        if self.jobs:
+            self._found.set()
 
     def _refresh_members(self) -> None:
         """New processes of each job (loader workers), each a Process to sample."""
