@@ -102,6 +102,11 @@ def panel_seconds(panel: dict[str, Any], board_seconds: int) -> int:
     return relative_seconds(f"now-{panel['timeFrom']}") if "timeFrom" in panel else board_seconds
 
 
+def panel_min_interval(panel: dict[str, Any]) -> int:
+    """A Grafana panel's min interval ("interval": "1m") in seconds, 0 when it has none."""
+    return duration_ns(panel["interval"]) // 10**9 if "interval" in panel else 0
+
+
 def grafana_regex(values: list[str]) -> str:
     if values == [ALL]:
         return ALL_VALUE
@@ -109,10 +114,12 @@ def grafana_regex(values: list[str]) -> str:
     return escaped[0] if len(escaped) == 1 else "(" + "|".join(escaped) + ")"
 
 
-def grafana_expand(query: str, range_seconds: int, variables: dict[str, list[str]]) -> str:
-    """A dashboard query as Grafana sends it for a relative range ending now."""
+def grafana_expand(query: str, range_seconds: int, variables: dict[str, list[str]],
+                   min_interval_s: int = 0) -> str:
+    """A dashboard query as Grafana sends it for a relative range ending now; `$__interval`
+    at least the panel's min interval (panel_min_interval)."""
     text = query.replace("$timeFilter", f"time >= now() - {range_seconds}s and time <= now()")
-    text = text.replace("$__interval", f"{max(1, range_seconds // 1000)}s")
+    text = text.replace("$__interval", f"{max(1, range_seconds // 1000, min_interval_s)}s")
     for name in sorted(variables, key=len, reverse=True):
         text = text.replace(f"${name}", grafana_regex(variables[name]))
     return text

@@ -1,6 +1,7 @@
 """One Grafana unified-alerting rule of dashboards/alerts/grafana-alerts.yaml, evaluated as
 Grafana's expression engine would: query A on a real InfluxDB with `$timeFilter` rendered as
 the alerting backend does, B = reduce(A, last) in dropNN mode per series, and the threshold C.
+Two series with one label set fail: they put a Grafana rule in Error.
 """
 
 from __future__ import annotations
@@ -30,8 +31,14 @@ def fired(server: InfluxServer, db: str, rule: dict[str, Any], now_ms: int) -> d
     names = group_tags(query)
     severity: str = rule["labels"]["severity"]
     found: dict[Labels, str] = {}
+    seen: set[Labels] = set()
     for series in run(server, db, query):
+        labels = tuple(series["tags"].get(name, "") for name in names)
+        # Grafana puts the whole rule in Error when two results share one label set
+        # (ngalert eval: "frame cannot uniquely be identified by its labels").
+        assert labels not in seen, f"two series with labels {labels}: Grafana's rule errs"
+        seen.add(labels)
         value = reduce_last(series)
         if value is not None and threshold(evaluator["type"], evaluator["params"], value):
-            found[tuple(series["tags"].get(name, "") for name in names)] = severity
+            found[labels] = severity
     return found

@@ -19,6 +19,10 @@ import sys
 from pathlib import Path
 from typing import Optional
 
+from prometheus_rules_jobs import ALERT as JOB_ALERT
+from prometheus_rules_jobs import EXPECTED as JOB_EXPECTED
+from prometheus_rules_jobs import job_series
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "dashboards"))
 
@@ -127,7 +131,7 @@ def scenario() -> list[tuple[str, str, dict[str, str], Values]]:
     series += _drive("h1", "sdc", "MOVED", SATA, ALL, verdict_code=2, power_on_hours=500)
     series += _drive("h2", "sdd", "MOVED", SATA, (45, MINUTES), verdict_code=2, power_on_hours=501)
     series += _drive("h3", "sda", "S-DEAD", SATA, (0, 20), verdict_code=2, power_on_hours=3000)
-    return series + _io_series() + _fs_series()
+    return series + _io_series() + _fs_series() + job_series()
 
 
 def drive_labels(host: str, device: str, serial: str, kind: dict[str, str]) -> dict[str, str]:
@@ -182,3 +186,5 @@ EXPECTED: Expected = {
         ("critical", FAILING, 2), ("warning", WORN, 1),
         ("critical", drive_labels("h2", "sdd", "MOVED", SATA), 2)]},
 }
+for _minute, _fired in JOB_EXPECTED.items():  # the training jobs: prometheus_rules_jobs.py
+    EXPECTED[_minute][JOB_ALERT] = _fired

@@ -67,10 +67,16 @@ def series_text(name: str, labels: dict[str, str]) -> str:
 def input_series(flavor: Flavor, series: list[tuple[str, str, dict[str, str], Values]]
                  ) -> list[dict[str, str]]:  # fmt: skip
     return [
-        {"series": series_text(flavor.metric(m, f), labels),
+        {"series": series_text(flavor.metric(m, f),
+                               {flavor.label(m, k): v for k, v in labels.items()}),
          "values": promtool_values(values, scale(flavor, m, f))}
         for m, f, labels, values in series
     ]
+
+
+def alert_labels(flavor: Flavor, labels: dict[str, str]) -> dict[str, str]:
+    """An alert's labels in the flavor's names: only diskprobe_job's have a `job`."""
+    return {flavor.label("diskprobe_job", k): v for k, v in labels.items()}
 
 
 def render_annotations(annotations: dict[str, str], labels: dict[str, str], value: float,
@@ -95,8 +101,8 @@ def alert_tests(flavor: Flavor) -> dict[str, Any]:
     for minute, by_name in EXPECTED.items():
         for name, fired in by_name.items():
             exp = []
-            for severity, labels, value in fired:
-                rule = rules[(name, severity)]
+            for severity, schema_labels, value in fired:
+                rule, labels = rules[(name, severity)], alert_labels(flavor, schema_labels)
                 exp.append({"exp_labels": {**labels, **rule["labels"]},
                             "exp_annotations": render_annotations(rule["annotations"], labels,
                                                                   value)})

@@ -5,7 +5,9 @@ every 10 s, SMART every 30 min. For the vmalert test in tests/test_prometheus_ru
 h1 lives all day with a failing drive (verdict 2, reallocated sectors 8 -> 16 at 10:00), a
 healthy one, a fail-slow NVMe and one whose fail-slow cleared at 12:00. Drive MOVED is read
 on h1 until 12:00 and on h2 from 12:30 (one power-on hour later). h3 is decommissioned at
-12:00 with a failing drive S-DEAD. h2 lives all day.
+12:00 with a failing drive S-DEAD. h2 lives all day. h1 runs three training jobs: resnet50
+disk-bound all day, llama-pt disk-bound until 12:00 and compute-bound after, bert-ft
+compute-bound.
 """
 
 from __future__ import annotations
@@ -68,6 +70,23 @@ def io_points(start: int) -> Iterator[Metric]:
             )
 
 
+# h1's training jobs as the agent writes them (diskprobe_job, every 10 s): (job, pid, verdict
+# before noon, after noon; schema.job.BOTTLENECK_CODES: disk 4, compute 2).
+JOBS = (("resnet50", 101, "disk", "disk"), ("llama-pt", 102, "disk", "compute"),
+        ("bert-ft", 103, "compute", "compute"))
+CODES = {"disk": 4, "compute": 2}
+
+
+def job_points(start: int) -> Iterator[Metric]:
+    for at in range(start, start + DAY + 1, IO_EVERY):
+        for job, pid, morning, afternoon in JOBS:
+            verdict = morning if at - start < NOON else afternoon
+            yield Metric("diskprobe_job", {"host": "h1", "job": job, "rank": "0",
+                                           "job_pid": str(pid)},
+                         {"bottleneck": verdict, "bottleneck_code": CODES[verdict]}, _ns(at))
+
+
 def fleet_day(start: int) -> Iterator[Metric]:
     yield from smart_points(start)
     yield from io_points(start)
+    yield from job_points(start)

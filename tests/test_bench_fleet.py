@@ -2,11 +2,11 @@
 few minutes of fast data and three days of SMART history, loaded into the suite's InfluxDB
 (the `influx_db` fixture) and a real VictoriaMetrics (the `victoria` fixture).
 
-Checked, no duration: the alerts fire for exactly the simulated failing and fail-slow drives
-and the hung mount (not the moved drive on its old host, not the decommissioned host, not the
-fail-slow state that cleared), every dashboard, variable and alert query runs without error
-and returns rows wherever the simulation wrote what it reads, and both ingest paths accept
-every line.
+Checked, no duration: the alerts fire for exactly the simulated failing and fail-slow drives,
+the hung mount and the disk-bound training job (not the moved drive on its old host, not the
+decommissioned host, not the fail-slow state that cleared), every dashboard, variable and
+alert query runs without error and returns rows wherever the simulation wrote what it reads,
+and both ingest paths accept every line.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ PLAN = {"fast_minutes": 3, "smart_days": 3, "fs_days": 2, "seed": 1}
 NOT_SIMULATED = ("nvidia_smi",)
 # Queries that find nothing by design: no saturated disk, no grown defects (no SCSI drive
 # fails in the simulation), no fail-slow device on the Chronograf cell's host, and no
-# training job bound by its disk.
+# training window the meter judged disk-bound (the agent's disk-bound job has no meter).
 EMPTY_BY_DESIGN = ("io-saturated", "grown-defects-per-day",
                    "chronograf/diskprobe-fleet: Fail-slow devices", "training-disk-bound")
 
@@ -64,6 +64,7 @@ def test_scenario_covers_every_case(fleet: tuple[Path, dict[str, object]]) -> No
     assert manifest["decommissioned"] == ["store-00004"]
     assert manifest["moved_serial"] in {serial for _, serial in expected["drives"]}
     assert expected["stuck"] == [["train-00000", "/mnt/datasets"]]  # hung 10 minutes
+    assert expected["jobs"] == [["train-00000", "prep-00000", "0"]]  # the agent's, no meter
 
 
 def test_alerts_fire_for_exactly_the_simulated_drives(

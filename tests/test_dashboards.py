@@ -35,6 +35,7 @@ from dashboard_eval import (
     kapacitor_level,
     kapacitor_statement,
     leftovers,
+    panel_min_interval,
     panel_seconds,
     parse_tick,
     relative_seconds,
@@ -43,10 +44,12 @@ from dashboard_eval import (
     unknown_references,
     write_rows,
 )
+from dashboard_jobs import synthetic_jobs
 from diskprobe.schema import MEASUREMENTS
 from diskprobe.smart.afr import load_afr_table
 from diskprobe.smart.verdict import GROWTH_COUNTERS, VerdictRules
 from test_dashboards_failslow import fail_slow_firing
+from test_dashboards_jobs import job_disk_bound_firing
 from test_dashboards_training import disk_bound_firing
 
 from influxdb_server import InfluxServer
@@ -68,7 +71,7 @@ CHRONOGRAF = sorted((DASHBOARDS / "chronograf").glob("*.json"))
 TICKS = sorted((DASHBOARDS / "alerts" / "kapacitor").glob("*.tick"))
 ALERTS_YAML = DASHBOARDS / "alerts" / "grafana-alerts.yaml"
 GRAFANA_UNITS = {"Bps", "iops", "ms", "percent", "s", "bytes", "celsius", "none", "h", "m", "µs",
-                 "d"}
+                 "d", "dateTimeAsIso"}
 PANEL_TYPES = {"timeseries", "table", "state-timeline"}
 CHRONOGRAF_CELL_TYPES = {"line", "table", "line-stepplot"}
 TEST_DB_PLACEHOLDER = '"telegraf"."autogen".'
@@ -179,7 +182,7 @@ def test_queries_name_only_schema_measurements_fields_and_tags() -> None:
     used = {m for _, q in queries for m in re.findall(r'FROM (?:"[^"]+"\.)*"([^"]+)"', q)}
     core = {"diskprobe_io", "diskprobe_fs", "diskprobe_smart", "diskprobe_agent", "nvidia_smi",
             "diskprobe_pressure", "diskprobe_process_io", "diskprobe_cgroup_io",
-            "diskprobe_training"}
+            "diskprobe_training", "diskprobe_job"}
     assert used >= core
 
 
@@ -266,9 +269,10 @@ def test_chronograf_dashboard_has_the_export_format(path: Path) -> None:
         for query in cell["queries"]:
             assert query["type"] == "influxql"
             text = query["query"]
-            # A table of last reads has its own day (Panel.time_from), the rest the board's.
+            # A cell with a range of its own (Panel.time_from: the tables of last reads, a
+            # day; the jobs' table and count) reads it, the rest the board's.
             assert ("time > :dashboardTime: AND time < :upperDashboardTime:" in text
-                    or (cell["type"] == "table" and "WHERE time > now() - 1d AND" in text))
+                    or re.search(r"WHERE time > now\(\) - \d+[hd] AND", text))
             assert '"host" = :host:' in text
             assert query["queryConfig"]["rawText"] == text
             if cell["type"] != "table":
@@ -312,7 +316,8 @@ def test_every_alert_rule_has_severity_summary_and_runbook() -> None:
 
 @pytest.fixture(scope="module")
 def rows(tmp_path_factory: pytest.TempPathFactory) -> list[Row]:
-    return data.dataset(data.run_diskprobe_once(tmp_path_factory.mktemp("diskprobe")))
+    real = data.run_diskprobe_once(tmp_path_factory.mktemp("diskprobe"))
+    return [*data.dataset(real), *synthetic_jobs()]  # the agent's jobs: dashboard_jobs.py
 
 
 def _loaded(influx_db: tuple[InfluxServer, str], rows: list[Row]) -> tuple[InfluxServer, str]:
@@ -371,7 +376,8 @@ def test_grafana_panels_return_their_series(
     problems: list[str] = []
     for panel in board["panels"]:
         for target in panel["targets"]:
-            query = grafana_expand(target["query"], panel_seconds(panel, seconds), variables)
+            query = grafana_expand(target["query"], panel_seconds(panel, seconds), variables,
+                                   panel_min_interval(panel))
             assert not leftovers(query), query
             problems += _check_series(f"{panel['title']} ({target['refId']})", query,
                                       run(server, db, query))
@@ -545,6 +551,7 @@ def expected_firing(rows: list[Row]) -> dict[str, dict[Labels, str]]:
         "diskprobe-agent-silent": {(SILENT,): "critical"},
         "diskprobe-fail-slow": fail_slow_firing(rows),
         "diskprobe-training-disk-bound": disk_bound_firing(rows),
+        "diskprobe-job-disk-bound": job_disk_bound_firing(rows),
         **drive_risk_firing(rows),
     }
 
@@ -820,7 +827,7 @@ def test_fleet_history_follows_one_drive(
     board = _load(FLEET_BOARD)
     (serial,) = [v for v in board["templating"]["list"] if v["name"] == "serial"]
     assert serial["multi"] is False and serial["includeAll"] is False  # one drive at a time
-    (panel,) = [p for p in board["panels"] if p["type"] == "timeseries"]
+    (panel,) = [p for p in board["panels"] if p["title"].startswith("Drive $serial")]
     values = {**FLEET_HOSTS, "serial": [WARN_HDD[3]]}
     afr, sectors = (run(server, db, grafana_expand(t["query"], WEEK_S, values))
                     for t in panel["targets"])

@@ -9,7 +9,8 @@ promtool and run on a real VictoriaMetrics through vmalert.
 - the two-store setup: a day of back-filled line protocol in a raw VictoriaMetrics, vmalert
   replay into a long-term one: the recorded series hold the right values, and the ALERTS
   series name exactly the failing and fail-slow drives (not a moved drive's old host, a
-  decommissioned host or a cleared fail-slow).
+  decommissioned host or a cleared fail-slow) and the disk-bound training jobs (not a
+  compute-bound one, nor one whose disk-bound spell ended at noon).
 """
 
 from __future__ import annotations
@@ -213,7 +214,7 @@ def two_stores(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Store
     raw.start()
     long_term.start()
     raw.write(fleet_day(start))
-    raw.settled('{__name__=~"diskprobe_(smart|agent)_.*"}')
+    raw.settled('{__name__=~"diskprobe_(smart|agent|job)_.*"}')
     rules = [RULES / "diskprobe-alerts-influx.yaml", RULES / "diskprobe-recording-influx.yaml"]
     replay(rules, raw, long_term, start, start + DAY, tmp_path / "vmalert.log")
     yield raw, long_term, start
@@ -222,9 +223,11 @@ def two_stores(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Store
 
 
 def _firing(store: Store, at: int) -> set[tuple[str, ...]]:
+    """(alert, host, the drive's serial or the training job's job/rank) of the firing alerts."""
     rows = store.query('count_over_time(ALERTS{alertstate="firing"}[10m])', at)
-    return {(r["metric"]["alertname"], r["metric"]["host"],
-             r["metric"].get("serial", "")) for r in rows}
+    return {(r["metric"]["alertname"], r["metric"]["host"], r["metric"].get("serial", "")
+             or "/".join(r["metric"][label] for label in ("job", "rank") if "rank" in r["metric"]))
+            for r in rows}
 
 
 def test_vmalert_fires_for_exactly_the_failing_and_fail_slow_drives(
@@ -234,13 +237,15 @@ def test_vmalert_fires_for_exactly_the_failing_and_fail_slow_drives(
     assert _firing(long_term, start + 6 * HOUR) == {
         ("DiskprobeVerdict", "h1", "S-FAIL"), ("DiskprobeVerdict", "h1", "MOVED"),
         ("DiskprobeVerdict", "h3", "S-DEAD"), ("DiskprobeFailSlow", "h1", "N-SLOW"),
-        ("DiskprobeFailSlow", "h1", "N-CLEARED"),
+        ("DiskprobeFailSlow", "h1", "N-CLEARED"), ("DiskprobeJobDiskBound", "h1", "resnet50/0"),
+        ("DiskprobeJobDiskBound", "h1", "llama-pt/0"),
     }
     # h3 silent since noon: "diskprobe silent" for an hour, then it drops out
     assert ("DiskprobeAgentSilent", "h3", "") in _firing(long_term, NOON + start + 30 * 60)
     assert _firing(long_term, start + 18 * HOUR) == {
         ("DiskprobeVerdict", "h1", "S-FAIL"), ("DiskprobeVerdict", "h2", "MOVED"),
         ("DiskprobeReallocatedGrowth", "h1", "S-FAIL"), ("DiskprobeFailSlow", "h1", "N-SLOW"),
+        ("DiskprobeJobDiskBound", "h1", "resnet50/0"),  # not llama-pt, compute since noon
     }
 
 

@@ -10,6 +10,7 @@ window.
 
 from __future__ import annotations
 
+from dashgen.alerts_job import DEDUP, job_disk_bound_alert
 from dashgen.boards_training import DISK_BOUND_WAIT, VERDICT_TEXT
 from dashgen.build import agg, tags
 from dashgen.model import Alert, Level
@@ -50,8 +51,11 @@ def disk_bound_alert() -> Alert:
         "and job, and the I/O dashboard's Who waits on disk for what else reads the device; "
         f"then {ADVICE['disk']}.",
         extra_values=(("r_await", f"mean({TRAINING.f('device_read_await_ms')})"),),
+        # One notification for a rank the agent judges too (alerts_job.py).
+        dedup=DEDUP,
+        dedup_labels=("host", "job", "rank"),
     )
 
 
 def training_alerts() -> list[Alert]:
-    return [disk_bound_alert()]
+    return [disk_bound_alert(), job_disk_bound_alert()]

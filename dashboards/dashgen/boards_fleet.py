@@ -1,8 +1,10 @@
 """diskprobe fleet: every drive of the selected hosts in one table, worst first, and one
-drive's failure-rate estimate and defect counters over time."""
+drive's failure-rate estimate and defect counters over time; the training jobs by bottleneck
+(boards_jobs.py)."""
 
 from __future__ import annotations
 
+from dashgen.boards_jobs import disk_bound_count, jobs_table
 from dashgen.build import LAST_READ_RANGE, agg, series, tags
 from dashgen.failslow import fleet_table
 from dashgen.model import Column, Dashboard, Panel, Target, Variable
@@ -130,14 +132,15 @@ def fleet() -> Dashboard:
         description=(
             f"Drive risk across hosts from {SMART.name}: verdict, estimated failure rate, "
             "defect growth and age per drive; the drives slower than their peers "
-            "(fail-slow); and one drive's history."
+            "(fail-slow); one drive's history; and the training jobs by bottleneck, as the "
+            "agent judges them (diskprobe_job)."
         ),
         variables=(
             Variable("host", SMART.name),
             Variable("serial", SMART.name, ("host",), multi=False),
             AT_RISK,
         ),
-        panels=(_replace_table(), fleet_table(), _history()),
+        panels=(_replace_table(), fleet_table(), _history(), jobs_table(), disk_bound_count()),
         time_from="now-7d",
         refresh="5m",
     )

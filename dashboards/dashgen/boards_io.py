@@ -3,6 +3,7 @@ load, and the containers and processes behind it (processes.py)."""
 
 from __future__ import annotations
 
+from dashgen.boards_jobs import host_job_panels
 from dashgen.boards_training import host_jobs_panel
 from dashgen.build import agg, series, tags
 from dashgen.failslow import device_table, slowdown_panel
@@ -186,8 +187,8 @@ def io() -> Dashboard:
         variables=(Variable("host", IO.name, offers_all=False),
                    Variable("device", IO.name, ("host",))),
         panels=(*_iostat(), slowdown_panel(), device_table(), _gpu_vs_disk(),
-                host_jobs_panel(), _pressure_vs_disk(), _stall(), _container_io(),
-                _container_pressure(), top_processes(), who_waits()),
+                host_jobs_panel(), *host_job_panels(), _pressure_vs_disk(), _stall(),
+                _container_io(), _container_pressure(), top_processes(), who_waits()),
         time_from="now-3h",
         refresh="30s",
     )

@@ -176,14 +176,17 @@ def _panel(panel: Panel, panel_id: int, grid: Json, retention_policy: str) -> Js
         out.update({"repeat": panel.repeat, "repeatDirection": "v", "maxPerRow": 1})
     if panel.time_from:
         out["timeFrom"] = panel.time_from
+    if panel.min_interval:
+        out["interval"] = panel.min_interval
     return out
 
 
 def _options(panel: Panel) -> Json:
     if panel.kind == "table":
         titles = {column.name: column.title or column.name for column in panel.columns}
-        sort = [{"displayName": titles[name], "desc": panel.sort_desc}
-                for name in (panel.sort_by, *panel.then_by) if panel.sort_by]
+        then = panel.sort_desc if panel.then_desc is None else panel.then_desc
+        sort = [{"displayName": titles[name], "desc": panel.sort_desc if i == 0 else then}
+                for i, name in enumerate((panel.sort_by, *panel.then_by)) if panel.sort_by]
         return {"showHeader": True, "cellHeight": "sm", "sortBy": sort}
     legend = {"displayMode": "table", "placement": "bottom", "showLegend": True,
               "calcs": ["mean", "max", "lastNotNull"]}

@@ -121,7 +121,8 @@ def _rule(alert: Alert, level: Level, datasource_uid: str) -> Json:
         "noDataState": "OK",
         "execErrState": "Error",
         "for": alert.pending,
-        "labels": {"severity": level.severity, "source": "diskprobe"},
+        "labels": {"severity": level.severity, "source": "diskprobe",
+                   **({"dedup": alert.dedup} if alert.dedup else {})},
         "annotations": {
             "summary": grafana_template(alert.summary, alert.labels, extras),
             "description": alert.why,

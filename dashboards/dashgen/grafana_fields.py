@@ -37,6 +37,9 @@ def defaults(panel: Panel) -> Json:
     if panel.verdict_mapping and panel.kind != "table":  # tables: on their verdict columns
         defaults["mappings"] = VERDICT_MAPPINGS
         defaults["min"], defaults["max"] = 0, 2
+    if panel.states and panel.kind != "table":  # tables: on their columns (Column.states)
+        defaults["mappings"] = state_mappings(panel.states)
+        defaults["color"] = {"mode": "thresholds"}  # the mappings' colours, not a palette
     if panel.kind == "timeseries":
         defaults["custom"] = {"drawStyle": "line", "lineWidth": 1, "fillOpacity": 0,
                               "showPoints": "never", "spanNulls": False}

@@ -42,8 +42,13 @@ class Panel:
     columns: tuple[Column, ...] = ()  # tables
     sort_by: str = ""  # tables: the column to sort by
     sort_desc: bool = False
-    then_by: tuple[str, ...] = ()  # tables: ties broken by these, in the same direction (Grafana)
+    then_by: tuple[str, ...] = ()  # tables: ties broken by these (Grafana), in `then_desc`'s
+    then_desc: bool | None = None  # direction (None: sort_desc's)
     verdict_mapping: bool = False  # 0 ok, 1 warn, 2 fail with colours
+    # Grafana, graphs: show these (value, text, colour) in place of the values (a state
+    # timeline of bottleneck_code as the verdicts' names).
+    states: tuple[tuple[str, str, str], ...] = ()
+    min_interval: str = ""  # Grafana: the smallest $__interval ("1m"), whatever the range
     repeat: str = ""  # Grafana: one copy of the panel per selected value of this variable
     # A second y axis (Grafana): series whose name matches `right_match` use `right_unit`.
     right_unit: str = ""
@@ -138,6 +143,11 @@ class Alert:
     # e.g. 'last("slowdown_ratio")') shown as {name}: Kapacitor selects them beside "value",
     # Grafana queries and reduces each on its own (an expression reads one column per query).
     extra_values: tuple[tuple[str, str], ...] = ()
+    # Alerts judging one thing from two sources (a training rank: its meter, the agent) share
+    # `dedup`: Grafana's label `dedup` and Kapacitor's topic, and an alert ID made of
+    # `dedup` and `dedup_labels` only, so a route or topic handler sends one notification.
+    dedup: str = ""
+    dedup_labels: tuple[str, ...] = ()
 
     @property
     def labels(self) -> tuple[str, ...]:

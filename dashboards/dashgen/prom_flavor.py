@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from diskprobe.schema import MEASUREMENTS, MeasurementSpec
-from diskprobe.serializers.prometheus import family
+from diskprobe.serializers.prometheus import LABEL_RENAMES, family
 
 SPECS: dict[str, MeasurementSpec] = {spec.name: spec for spec in MEASUREMENTS}
 
@@ -28,6 +28,13 @@ class Flavor:
             return f"{measurement}_{field}"
         spec = SPECS[measurement]
         return family(spec, next(f for f in spec.fields if f.name == field)).name
+
+    def label(self, measurement: str, tag: str) -> str:
+        """A tag's label: diskprobe_job's `job` is `training_job` in diskprobe's Prometheus
+        format (Prometheus owns `job`); VictoriaMetrics keeps line protocol's tag names."""
+        if self.key == "influx":
+            return tag
+        return LABEL_RENAMES.get((measurement, tag), tag)
 
     def raw(self, fn: str, measurement: str, field: str, window: str, match: str = "",
             offset: str = "") -> str:  # fmt: skip

@@ -31,14 +31,15 @@ from dashgen.prom_flavor import FILE_SUFFIX, FLAVORS, Flavor
 from dashgen.prometheus_recording import RECORDING_HEADER, recording_groups
 from dashgen.risk import growth_fields
 from dashgen.yamlout import dump
-from diskprobe.schema import AGENT, FS, IO, SMART
+from diskprobe.schema import AGENT, FS, IO, JOB, SMART
 
 ALIVE_WINDOW = "5m"  # a host whose agent sent nothing for this long is gone for alerting
 SMART_WINDOW = "2h"  # as the Grafana rules: the last read of every drive falls in it
 NOT_EXPRESSIBLE = {
     "diskprobe-training-disk-bound": "it filters on the string field bottleneck; "
     "VictoriaMetrics stores a line-protocol string field as the number 0, and the training "
-    "job writes only line protocol, so no PromQL can tell a disk-bound window",
+    "job writes only line protocol, so no PromQL can tell a disk-bound window (here the "
+    "agent's diskprobe-job-disk-bound judges every job, from bottleneck_code)",
 }
 def alive(flavor: Flavor) -> str:
     points = flavor.raw("count_over_time", AGENT.name, "duration_ms", ALIVE_WINDOW)
@@ -100,6 +101,21 @@ def _silent(fl: Flavor) -> str:
     return f"sum by (host) ({recent}) or (count by (host) ({hour}) * 0)"
 
 
+def _job_disk_bound(fl: Flavor) -> str:
+    """Per rank (host, job, rank), the share of the minutes of the window whose code was
+    disk's (a subquery at 1m: PromQL counts no raw samples by value), where the rank sent at
+    least MIN_POINTS samples in it: a rank that ended before the window has none."""
+    from dashgen.alerts_job import MIN_POINTS, WINDOW
+    from dashgen.boards_jobs import DISK, RANK
+
+    by = ", ".join(fl.label(JOB.name, tag) for tag in RANK)
+    code = fl.metric(JOB.name, "bottleneck_code")
+    disk = f"sum by ({by}) (sum_over_time(({code} == bool {DISK})[{WINDOW}:1m]))"
+    minutes = f"sum by ({by}) (count_over_time({code}[{WINDOW}:1m]))"
+    points = f"sum by ({by}) (count_over_time({code}[{WINDOW}]))"
+    return gated(fl, f"{disk} / {minutes} >= 0.5 and on({by}) {points} >= {MIN_POINTS}")
+
+
 def _value_builders() -> dict[str, Callable[[Flavor], str]]:
     from dashgen.alert_rules import NVME_DEVICES, OTHER_DISKS
 
@@ -122,6 +138,7 @@ def _value_builders() -> dict[str, Callable[[Flavor], str]]:
         "diskprobe-fail-slow": lambda fl: gated(
             fl, fl.over("last_over_time", IO.name, "fail_slow", "15m")),
         "diskprobe-agent-silent": _silent,
+        "diskprobe-job-disk-bound": _job_disk_bound,
     }
     for field in growth_fields():  # one alert per counter, as alerts_risk.py
         builders[growth_alert_uid(field.name.removesuffix("_per_day"))] = _smart_last(field.name)
@@ -142,9 +159,11 @@ def condition(value: str, level: Level) -> str:
 
 
 def _template(alert: Alert, text: str, fl: Flavor) -> str:
-    """Grafana's {label} and {value} as Go templates. An extra value (fail-slow's {slowdown})
-    is named, not queried: vmalert's replay mode refuses the `query` template function."""
-    extras = {name: fl.metric(IO.name, "slowdown_ratio") for name in ("slowdown",)}
+    """Grafana's {label} and {value} as Go templates. An extra value (fail-slow's {slowdown},
+    the job alert's {points}) is named, not queried: vmalert's replay mode refuses the
+    `query` template function."""
+    extras = {"slowdown": fl.metric(IO.name, "slowdown_ratio"), "points": "the agent's"}
+    measurement = alert.query.innermost().measurement
 
     def field(match: re.Match[str]) -> str:
         name = match.group(1)
@@ -152,7 +171,7 @@ def _template(alert: Alert, text: str, fl: Flavor) -> str:
             return '{{ printf "%.4g" $value }}'
         if name in extras:
             return extras[name]
-        return "{{ $labels." + name + " }}"
+        return "{{ $labels." + fl.label(measurement, name) + " }}"
 
     return re.sub(r"\{([a-z_]+)\}", field, text)
 

@@ -21,6 +21,7 @@ class Select:
     columns: str  # 'mean("util_percent") AS "util_percent"', built from refs.Field
     measurement: str = ""  # the measurement, or
     source: Select | None = None  # a subquery
+    also: tuple[Select, ...] = ()  # more subqueries beside `source`: FROM (a), (b)
     where: tuple[str, ...] = ()  # further conditions, ANDed
     filters: tuple[str, ...] = ()  # tags filtered by the dashboard variable of that name
     # Grafana only: (tag, variable) filters by a variable of another name (model.Variable
@@ -33,6 +34,8 @@ class Select:
     def __post_init__(self) -> None:
         if bool(self.measurement) == (self.source is not None):
             raise ValueError("a Select reads a measurement or a subquery, not both")
+        if self.also and self.source is None:
+            raise ValueError("more subqueries go beside a first one")
 
     def innermost(self) -> Select:
         return self if self.source is None else self.source.innermost()
@@ -67,7 +70,8 @@ def kapacitor(window: str, database: str = "telegraf", retention_policy: str = "
 def render(select: Select, flavor: Flavor, top: bool = True) -> str:
     """The InfluxQL text of `select` for `flavor`; `top` is False inside a subquery."""
     if select.source is not None:
-        source = "(" + render(select.source, flavor, top=False) + ")"
+        source = ", ".join("(" + render(one, flavor, top=False) + ")"
+                           for one in (select.source, *select.also))
     elif flavor.name == "grafana":
         source = quote(select.measurement)
         if flavor.retention_policy:

@@ -105,6 +105,7 @@ GRAFANA_UNITS = {
     "us/s": "µs",  # stall microseconds per second of wall time
     "d": "d",  # days: Grafana scales them to weeks and years
     "%/year": "percent",  # afr_percent: the column title says "per year"
+    "epoch_ms": "dateTimeAsIso",  # dashgen's own: a Unix time in ms (a `since` column)
 }
 
 
@@ -144,4 +145,5 @@ PRESSURE = Measurement(schema.PRESSURE.name)
 PROCESS_IO = Measurement(schema.PROCESS_IO.name)
 CGROUP_IO = Measurement(schema.CGROUP_IO.name)
 TRAINING = Measurement(schema.TRAINING.name)  # written by the training job, not the agent
+JOB = Measurement(schema.JOB.name)  # the agent's own watch of every training job
 GPU = Measurement(NVIDIA_SMI.name)

@@ -42,6 +42,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import fleet_sim
 import fleet_sim_alerts as alerts
 import fleet_sim_ingest as ingest
+import fleet_sim_jobs as jobs
 import fleet_sim_longrange as longrange
 import fleet_sim_queries as fsq
 import fleet_sim_report as report
@@ -53,6 +54,7 @@ from influxdb_server import InfluxServer
 
 DB = "fleet"
 SLOW_S = 1.0  # the issue's bound for a fleet view at 1,000 hosts
+JOB_ROUNDS = 6  # more rounds for the training jobs' queries: their min and median
 
 
 @dataclass
@@ -106,8 +108,13 @@ def timed_queries(server: InfluxServer, anchor_ns: int, manifest: dict[str, obje
                                    prefer={"serial": str(manifest["moved_serial"])})
     todo += fsq.chronograf_queries(DB, anchor_ns, host)
     todo += fsq.alert_queries(DB, anchor_ns)
+    expected = manifest["expected"]
+    assert isinstance(expected, dict)
+    for busy, *_ in expected.get("jobs", [])[:1]:  # the I/O board's job panels on a job's host
+        todo += jobs.host_board_queries(server, DB, anchor_ns, busy)
     for query in todo:
         fsq.run_timed(server, DB, query, repeats)
+    jobs.time_job_queries(server, DB, todo, JOB_ROUNDS)
     return todo
 
 
@@ -139,7 +146,7 @@ def victoria_pass(run: Run, work: Path, manifest: dict[str, object], formats: se
 def one_size(hosts: int, index: int, args: argparse.Namespace, base: Path) -> Run:
     work = base / f"n{hosts}"
     plan = {"fast_minutes": args.fast_minutes[index], "smart_days": args.smart_days[index],
-            "fs_days": args.fs_days[index], "seed": 1}
+            "fs_days": args.fs_days[index], "seed": 1, "job_minutes": args.job_minutes[index]}
     started = time.monotonic()
     prometheus = hosts == args.prometheus_at or args.quick
     reused = args.reuse and (work / "manifest.json").exists()
@@ -156,6 +163,7 @@ def one_size(hosts: int, index: int, args: argparse.Namespace, base: Path) -> Ru
         formats = set(args.victoria_formats) - (set() if prometheus else {"prometheus"})
         victoria_pass(run, work, manifest, formats)
     report.print_run(run, SLOW_S)
+    jobs.print_job_timings(run.queries, hosts, SLOW_S)
     if not args.keep:
         shutil.rmtree(work, ignore_errors=True)
     return run
@@ -174,6 +182,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--smart-days", type=per_size, default=[365, 365])
     parser.add_argument("--fs-days", type=per_size, default=[30, 1],
                         help="days of hourly filesystem points before the fast window")
+    parser.add_argument("--job-minutes", type=per_size, default=[360, 360],
+                        help="minutes of the training jobs' diskprobe_job points per size")
     parser.add_argument("--prometheus-at", type=int, default=100,
                         help="the size whose points also go through the Prometheus import")
     parser.add_argument("--repeats", type=int, default=3)
@@ -200,6 +210,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if args.quick:
         args.sizes, args.fast_minutes, args.smart_days, args.fs_days = "5", [3], [3], [2]
+        args.job_minutes = [3]
         args.repeats = 1
     return args
 

@@ -41,7 +41,7 @@ from helpers import installed_command
 TESTS = Path(__file__).resolve().parent.parent
 FAKE_SMARTCTL = TESTS / "fake_smartctl" / "smartctl"
 RECIPES_CONF = TESTS.parent / "telegraf" / "diskprobe-fleet-tags.conf"
-BATCH_END = "diskprobe_agent,collector=cgroup_io,"  # the last collector's agent point
+BATCH_END = "diskprobe_agent,collector=jobs,"  # the last collector's agent point
 # Variants: the same host with diskprobe's own settings for fewer series (docs: the recipes).
 VARIANTS = {
     "training-lean": ("training", '[cgroup_io]\nmax_depth = 3\n[filesystems]\n'

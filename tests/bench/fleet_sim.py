@@ -28,12 +28,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import fleet_sim_drives as drives
 from fleet_sim_hosts import expected_alerts, fleet, moved_serial
+from fleet_sim_jobs import expected_jobs
 from fleet_sim_series import host_points
 
 from diskprobe.metric import Metric
 from diskprobe.schema import MEASUREMENTS
 from diskprobe.serializers.influx import InfluxSerializer
-from diskprobe.serializers.prometheus import FAMILIES, escape_label_value
+from diskprobe.serializers.prometheus import FAMILIES, LABEL_RENAMES, escape_label_value
 
 SCHEMA = {spec.name: spec for spec in MEASUREMENTS}
 
@@ -71,7 +72,8 @@ def prometheus_text(metrics: list[Metric]) -> str:
     out = []
     for metric in metrics:
         families = {f.field: f for f in FAMILIES[metric.measurement]}
-        labels = [f'{k}="{escape_label_value(v)}"' for k, v in sorted(metric.tags.items()) if v]
+        labels = sorted(f'{LABEL_RENAMES.get((metric.measurement, k), k)}="'
+                        f'{escape_label_value(v)}"' for k, v in metric.tags.items() if v)
         stamp = metric.time_ns // 10**6
         for name, value in metric.fields.items():
             family = families[name]
@@ -115,7 +117,8 @@ def generate(count: int, out: Path, plan: dict[str, int], prometheus: bool) -> d
     manifest = {"hosts": count, "anchor_s": anchor_s, "plan": plan, "files": files,
                 "profiles": {h.name: h.profile for h in hosts},
                 "decommissioned": [h.name for h in hosts if h.gone_s],
-                "expected": expected_alerts(hosts), "moved_serial": moved_serial(hosts)}
+                "expected": {**expected_alerts(hosts), "jobs": expected_jobs(hosts)},
+                "moved_serial": moved_serial(hosts)}
     (out / "manifest.json").write_text(json.dumps(manifest, indent=1), encoding="utf-8")
     return manifest
 
@@ -127,11 +130,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--fast-minutes", type=int, default=60)
     parser.add_argument("--smart-days", type=int, default=365)
     parser.add_argument("--fs-days", type=int, default=30)
+    parser.add_argument("--job-minutes", type=int, default=360,
+                        help="minutes of the training jobs' diskprobe_job points")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--prometheus", action="store_true")
     args = parser.parse_args(argv)
     plan = {"fast_minutes": args.fast_minutes, "smart_days": args.smart_days,
-            "fs_days": args.fs_days, "seed": args.seed}
+            "fs_days": args.fs_days, "seed": args.seed, "job_minutes": args.job_minutes}
     started = time.monotonic()
     manifest = generate(args.hosts, args.out, plan, args.prometheus)
     total = {k: sum(f[k] for f in manifest["files"].values()) for k in ("lines", "values")}

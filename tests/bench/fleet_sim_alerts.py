@@ -7,6 +7,7 @@ firing set compared with the generator's ground truth (fleet_sim_hosts.expected_
   exactly the failing drives where they are now;
 - diskprobe-fail-slow: exactly the devices fail-slow now (host, device, model, serial);
 - diskprobe-fs-stuck: exactly the mounts hung for 5 minutes or more now (host, path);
+- diskprobe-job-disk-bound: exactly the disk-bound training job (host, job, rank);
 - every other alert (volumes, saturation, silence, training): nothing.
 
 So the moved drive on its old host, the decommissioned host's last values, the fail-slow
@@ -29,7 +30,8 @@ from influxdb_server import InfluxServer
 
 Labels = tuple[str, ...]
 # uid -> the manifest's list of the label tuples it must fire for, exactly
-EXACT = {"diskprobe-fail-slow": "fail_slow", "diskprobe-fs-stuck": "stuck"}
+EXACT = {"diskprobe-fail-slow": "fail_slow", "diskprobe-fs-stuck": "stuck",
+         "diskprobe-job-disk-bound": "jobs"}
 
 
 @dataclass

@@ -94,7 +94,7 @@ def grafana_queries(server: InfluxServer, db: str, anchor_ns: int, boards: str =
                 raw = target["query"].replace("$timeFilter", window)
                 if rp != RP and "$rp" not in raw:
                     raw = re.sub(r'FROM "(diskprobe_[a-z_]+)"', rf'FROM "{rp}"."\1"', raw)
-                text = ev.grafana_expand(raw, own, variables)
+                text = ev.grafana_expand(raw, own, variables, ev.panel_min_interval(panel))
                 name = f"grafana/{path.stem}: {panel['title']} [{target.get('refId', '')}]"
                 out.append(Query(name, text, '"host" =~' in text))
     return out

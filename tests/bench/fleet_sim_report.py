@@ -49,7 +49,8 @@ def describe(manifest: dict[str, Any]) -> str:
             f"{plan['fs_days']} days hourly; decommissioned {manifest['decommissioned']}; "
             f"expected alerts: {len(manifest['expected']['drives'])} failing drives, "
             f"{len(manifest['expected']['fail_slow'])} fail-slow devices, "
-            f"{len(manifest['expected'].get('stuck', []))} mounts not answering")
+            f"{len(manifest['expected'].get('stuck', []))} mounts not answering, "
+            f"{len(manifest['expected'].get('jobs', []))} disk-bound training jobs")
 
 
 def _seconds(value: float) -> str:

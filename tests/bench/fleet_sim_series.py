@@ -15,6 +15,7 @@ from typing import Iterator
 
 from fleet_sim_drives import Golden, history, read_times
 from fleet_sim_hosts import Disk, Host, cgroup_tag_set
+from fleet_sim_jobs import job_points
 
 from diskprobe.metric import FieldValue, Metric
 
@@ -208,6 +209,7 @@ def host_points(host: Host, goldens: dict[int, Golden], failing: dict[str, Golde
     out += fs_points(host, iter(hourly), anchor_s, rng)
     out += fast_points(host, anchor_s, plan["fast_minutes"], rng)
     out += training_points(host, anchor_s, plan["fast_minutes"], rng)
+    out += job_points(host, anchor_s, plan.get("job_minutes", plan["fast_minutes"]))
     return out
 
 
