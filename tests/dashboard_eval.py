@@ -18,6 +18,7 @@ from __future__ import annotations
 import ast
 import datetime
 import json
+import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -317,3 +318,16 @@ def unknown_references(query: str, known: Known) -> list[str]:
                    for m in measurements):
             problems.append(f"{measurements}: unknown field or tag {ident!r}")
     return problems
+
+
+def grafana_order(panel: dict[str, Any], table: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Rows as Grafana's table sorts them: options.sortBy, first key first. An empty cell
+    sorts below every number (Grafana's table sorts it as -Infinity)."""
+    names = {p["value"]: o["matcher"]["options"] for o in panel["fieldConfig"]["overrides"]
+             for p in o["properties"] if p["id"] == "displayName"}
+    ordered = list(table)
+    for key in reversed(panel["options"]["sortBy"]):  # stable sorts, last key first
+        column = names[key["displayName"]]
+        ordered.sort(key=lambda row: -math.inf if row[column] is None else row[column],
+                     reverse=key["desc"])
+    return ordered

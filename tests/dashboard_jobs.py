@@ -23,15 +23,15 @@ from collections import Counter
 from dataclasses import dataclass
 
 from dashboard_data import GPU, SEC, Row, Value, schema_fields, synthetic
-from diskprobe.compute.bottleneck import Counts, Shares, decide
+from diskprobe.collectors.jobs import verdict_fields
+from diskprobe.compute.bottleneck import Counts, decide
 from diskprobe.compute.cgroup_tags import cgroup_tags
-from diskprobe.schema.job import BOTTLENECK_CODES
+from diskprobe.compute.thread_roles import Groups
 from diskprobe.sources.file_places import Place
 
 AGENT_STEP_S = 10  # [jobs] interval unset: the agent-wide 10 s
 SAMPLES = 50  # the main thread's samples in an interval: 10 s at sample_interval 0.2 s
 LOADERS = 4  # loader worker processes, one thread each
-IO_VERDICTS = ("disk", "checkpoint", "throttled")  # collectors/jobs.py: they name a device
 READ_BYTES = {"disk": 180e6, "input_cpu": 40e6, "compute": 5e6}
 
 
@@ -52,25 +52,16 @@ def interval_counts(kind: str, place: Place) -> tuple[Counts, Counts]:
 
 
 def interval_fields(kind: str, device: str, mount: str, pid: int) -> dict[str, Value]:
-    """One interval's fields (but bottleneck_since), as JobsCollector._metric makes them."""
+    """One interval's fields (but bottleneck_since), as JobsCollector._metric makes them:
+    diskprobe's own verdict and verdict_fields; only the rates and counts are made up."""
     main, loaders = interval_counts(kind, Place(device or None, mount, False, "ext4"))
-    verdict = decide(main, loaders, SAMPLES, set(), None, Counts())
+    groups = Groups(main, loaders, Counts())
+    verdict = decide(main, loaders, SAMPLES, set(), None, groups.runtime)
     assert verdict.bottleneck == kind, (kind, verdict.reasons)
-    own, workers = Shares.of(main, main.samples), Shares.of(loaders, SAMPLES)
-    fields: dict[str, Value] = {
-        "bottleneck": verdict.bottleneck, "bottleneck_code": BOTTLENECK_CODES[kind], "pid": pid,
-        "main_running_ratio": own.running, "main_io_wait_ratio": own.io_wait,
-        "main_waiting_ratio": own.sleeping + own.blocked,
-        "workers_running_threads": workers.running, "workers_io_wait_threads": workers.io_wait,
-        "runtime_running_threads": 0.0, "cpu_cores": own.running + workers.running,
-        "read_bytes_per_sec": READ_BYTES[kind], "write_bytes_per_sec": 0.0,
-        "processes": 1 + LOADERS, "threads": 12 + LOADERS, "samples": main.samples,
-    }  # fmt: skip
-    if verdict.bottleneck in IO_VERDICTS and verdict.place is not None:
-        if verdict.place.device:
-            fields["device"] = verdict.place.device
-        if verdict.place.mount_point:
-            fields["mount_point"] = verdict.place.mount_point
+    fields: dict[str, Value] = {**verdict_fields(verdict, groups, SAMPLES), "pid": pid,
+                                "cpu_cores": float(main.running + loaders.running) / SAMPLES,
+                                "read_bytes_per_sec": READ_BYTES[kind], "write_bytes_per_sec": 0.0,
+                                "processes": 1 + LOADERS, "threads": 12 + LOADERS}  # fmt: skip
     return schema_fields("diskprobe_job", **fields)
 
 

@@ -14,7 +14,6 @@ its own (test_dashboards_fleet.py) with its data from dashboard_data.py.
 from __future__ import annotations
 
 import json
-import math
 import re
 import sys
 import time
@@ -32,6 +31,7 @@ from dashboard_eval import (
     _depths,
     chronograf_expand,
     grafana_expand,
+    grafana_order,
     kapacitor_level,
     kapacitor_statement,
     leftovers,
@@ -668,7 +668,7 @@ def test_who_waits_puts_the_random_reader_first(
         """The training host's rows of a process table, as Grafana sorts them."""
         (target,) = panels[title]["targets"]
         query = grafana_expand(target["query"], 3600, {"host": [GPU]})
-        return _grafana_order(panels[title], _table_rows(run(server, db, query)))
+        return grafana_order(panels[title], _table_rows(run(server, db, query)))
 
     waits = shown("Who waits on disk")
     assert [r["process"] for r in waits] == sorted(
@@ -744,19 +744,6 @@ def _table_rows(series: list[dict[str, Any]]) -> list[dict[str, Any]]:
             for s in series for values in s["values"]]
 
 
-def _grafana_order(panel: dict[str, Any], table: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Rows as Grafana's table sorts them: options.sortBy, first key first. An empty cell
-    sorts below every number (Grafana's table sorts it as -Infinity)."""
-    names = {p["value"]: o["matcher"]["options"] for o in panel["fieldConfig"]["overrides"]
-             for p in o["properties"] if p["id"] == "displayName"}
-    ordered = list(table)
-    for key in reversed(panel["options"]["sortBy"]):  # stable sorts, last key first
-        column = names[key["displayName"]]
-        ordered.sort(key=lambda row: -math.inf if row[column] is None else row[column],
-                     reverse=key["desc"])
-    return ordered
-
-
 def _fleet_variables(server: InfluxServer, db: str, hosts: list[str]) -> dict[str, list[str]]:
     """The fleet board's hosts and, as Grafana reads it, its hidden list of drives at risk
     over the board's week."""
@@ -775,7 +762,7 @@ def test_fleet_table_lists_drives_worst_first(
     assert seconds == 86400
     variables = _fleet_variables(server, db, FLEET_HOSTS["host"])
     table = _table_rows(run(server, db, grafana_expand(target["query"], seconds, variables)))
-    shown = _grafana_order(panel, table)
+    shown = grafana_order(panel, table)
     # The drives at risk only (the ok ones' AFR is below the warn limit): fail before warn;
     # within a verdict the higher AFR first, no estimate last.
     assert [tuple(r[t] for t in DRIVE) for r in shown] == [FAIL_HDD, WARN_HDD, WARN_NVME]

@@ -18,7 +18,6 @@ Kapacitor alert ID and topic, and make one notification.
 from __future__ import annotations
 
 import json
-import math
 import re
 import time
 from typing import Any
@@ -95,18 +94,6 @@ def _by(series: list[ev.Series], *names: str) -> dict[Labels, ev.Series]:
     return {tuple(s["tags"][name] for name in names): s for s in series}
 
 
-def _grafana_order(panel: dict[str, Any], table: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Rows as Grafana's table sorts them: options.sortBy, first key first."""
-    names = {p["value"]: o["matcher"]["options"] for o in panel["fieldConfig"]["overrides"]
-             for p in o["properties"] if p["id"] == "displayName"}
-    ordered = list(table)
-    for key in reversed(panel["options"]["sortBy"]):  # stable sorts, last key first
-        column = names[key["displayName"]]
-        ordered.sort(key=lambda row: -math.inf if row[column] is None else row[column],
-                     reverse=key["desc"])
-    return ordered
-
-
 def test_jobs_table_lists_each_job_by_its_last_point_disk_bound_first(
     loaded: tuple[InfluxServer, str, int], rows: list[Row],
 ) -> None:
@@ -126,12 +113,12 @@ def test_jobs_table_lists_each_job_by_its_last_point_disk_bound_first(
                          "device": last.fields.get("device"),
                          "mount_point": last.fields.get("mount_point"),
                          "since": int(last.fields["bottleneck_since"]) * 1000})
-    shown = _grafana_order(panel, table)
+    shown = ev.grafana_order(panel, table)
     wanted = {tuple(r[t] for t in SERIES): r for r in expected}
     assert {tuple(r.pop(t) for t in SERIES): r for r in shown} == {
         key: {k: v for k, v in row.items() if k not in SERIES} for key, row in wanted.items()}
     # Disk-bound first, the longest disk-bound first (the smallest since).
-    order = [(row["disk_bound"], row["since"]) for row in _grafana_order(panel, ev.table(
+    order = [(row["disk_bound"], row["since"]) for row in ev.grafana_order(panel, ev.table(
         ev.run(server, db, ev.grafana_expand(target["query"], seconds, {"host": [GPU]}))))]
     assert order == sorted(order, key=lambda pair: (-pair[0], pair[1])) and order[0][0] == 1
     assert panel["options"]["sortBy"] == [{"displayName": "disk-bound", "desc": True},

@@ -29,6 +29,26 @@ IO_VERDICTS = ("disk", "checkpoint", "throttled")
 Key = tuple[int, int]  # (main pid, start ticks)
 
 
+def verdict_fields(verdict: Verdict, groups: Groups, ticks: int) -> dict[str, FieldValue]:
+    """The verdict and the shares behind it, as diskprobe_job carries them: the main thread's
+    as shares of its samples, the loaders' and the runtime's in thread-equivalents over the
+    window's `ticks`; the device and mount point for the I/O verdicts."""
+    main = Shares.of(groups.main, groups.main.samples)
+    workers, runtime = (Shares.of(counts, ticks) for counts in (groups.workers, groups.runtime))
+    fields: dict[str, FieldValue] = {
+        "bottleneck": verdict.bottleneck, "bottleneck_code": BOTTLENECK_CODES[verdict.bottleneck],
+        "main_running_ratio": main.running, "main_io_wait_ratio": main.io_wait,
+        "main_waiting_ratio": main.sleeping + main.blocked,
+        "workers_running_threads": workers.running, "workers_io_wait_threads": workers.io_wait,
+        "runtime_running_threads": runtime.running, "samples": groups.main.samples,
+    }  # fmt: skip
+    place = verdict.place
+    if verdict.bottleneck in IO_VERDICTS and place is not None:
+        fields.update({key: value for key, value in (("device", place.device),
+                                                     ("mount_point", place.mount_point)) if value})
+    return fields
+
+
 class JobsCollector(BaseCollector[JobsConfig]):
     name = "jobs"
     needs_prime = True  # the first collect() starts the threads and the first window
@@ -93,35 +113,19 @@ class JobsCollector(BaseCollector[JobsConfig]):
 
     def _metric(self, job: WatchedJob, key: Key, verdict: Verdict, groups: Groups,
                 elapsed: float, time_ns: int) -> Metric:  # fmt: skip
-        main = Shares.of(groups.main, groups.main.samples)
-        workers, runtime = (Shares.of(counts, job.ticks) for counts in (groups.workers,
-                                                                        groups.runtime))
         previous = self._since.get(key)
         since = previous[1] if previous and previous[0] == verdict.bottleneck else time_ns // 10**9
         self._since[key] = (verdict.bottleneck, since)
-        read = sum(p.io[1][0] - p.io[0][0] for p in job.processes.values() if p.io[0] and p.io[1])
-        write = sum(p.io[1][1] - p.io[0][1] for p in job.processes.values() if p.io[0] and p.io[1])
-        fields: dict[str, FieldValue] = {
-            "bottleneck": verdict.bottleneck,
-            "bottleneck_code": BOTTLENECK_CODES[verdict.bottleneck],
+        processes = job.processes.values()
+        read = sum(p.io[1][0] - p.io[0][0] for p in processes if p.io[0] and p.io[1])
+        write = sum(p.io[1][1] - p.io[0][1] for p in processes if p.io[0] and p.io[1])
+        fields = verdict_fields(verdict, groups, job.ticks)
+        fields.update({
             "bottleneck_since": since, "pid": job.root.main,
-            "main_running_ratio": main.running, "main_io_wait_ratio": main.io_wait,
-            "main_waiting_ratio": main.sleeping + main.blocked,
-            "workers_running_threads": workers.running,
-            "workers_io_wait_threads": workers.io_wait,
-            "runtime_running_threads": runtime.running,
-            "cpu_cores": sum(p.cpu_ticks for p in job.processes.values())
-            / self._clk_tck / elapsed,
+            "cpu_cores": sum(p.cpu_ticks for p in processes) / self._clk_tck / elapsed,
             "read_bytes_per_sec": read / elapsed, "write_bytes_per_sec": write / elapsed,
-            "processes": len(job.processes),
-            "threads": sum(len(p.threads) for p in job.processes.values()),
-            "samples": groups.main.samples,
-        }  # fmt: skip
-        if verdict.bottleneck in IO_VERDICTS and verdict.place is not None:
-            if verdict.place.device:
-                fields["device"] = verdict.place.device
-            if verdict.place.mount_point:
-                fields["mount_point"] = verdict.place.mount_point
+            "processes": len(job.processes), "threads": sum(len(p.threads) for p in processes),
+        })  # fmt: skip
         identity = job.identity
         tags = {"job": identity.name, "rank": str(identity.rank), "job_pid": str(job.root.main)}
         if identity.cgroup:
