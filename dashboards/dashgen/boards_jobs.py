@@ -88,15 +88,16 @@ def jobs_table() -> Panel:
     )
 
 
+def _last_code(alias: str, fill: str | None = None) -> Select:
+    """Each job's last bottleneck_code per time bucket, on the selected hosts."""
+    return Select(columns=agg("last", JOB.f("bottleneck_code"), alias), measurement=JOB.name,
+                  filters=tags(JOB, "host"), group_tags=tags(JOB, *SERIES), group_time=AUTO,
+                  fill=fill)  # fmt: skip
+
+
 def disk_bound_count() -> Panel:
     """Per bucket, each job's last code; the outer query counts the disk ones."""
-    last = Select(
-        columns=agg("last", JOB.f("bottleneck_code"), "code"),
-        measurement=JOB.name,
-        filters=tags(JOB, "host"),
-        group_tags=tags(JOB, *SERIES),
-        group_time=AUTO,
-    )
+    last = _last_code("code")
     count = Select(columns=f"count({quote('code')}) AS {quote('disk_bound_jobs')}", source=last,
                    where=(f"{quote('code')} = {DISK}",), group_time=AUTO, fill="0")
     return Panel(
@@ -119,14 +120,7 @@ def disk_bound_count() -> Panel:
 
 
 def _verdicts_target() -> Target:
-    select = Select(
-        columns=agg("last", JOB.f("bottleneck_code"), "verdict"),
-        measurement=JOB.name,
-        filters=tags(JOB, "host"),
-        group_tags=tags(JOB, *SERIES),
-        group_time=AUTO,
-        fill="none",
-    )
+    select = _last_code("verdict", fill="none")
     return Target(select, "", "$tag_host $tag_job rank $tag_rank pid $tag_job_pid")
 
 
