@@ -21,6 +21,10 @@ training process, XLA runs a jitted step in its own pool. Modes:
                          each evicted first (diagnose_job.evicted_read); a tiny step
   jax-step               a jitted JAX step on the CPU (matmuls and tanh), block_until_ready
                          after every step
+  torch-checkpoint DIR   PyTorch, a small step, then torch.save of the 2 MiB state to DIR and
+                         fsync, every step (a job that checkpoints too often)
+  torch-cached DIR       PyTorch: DIR's files read once (evicted) into memory before the fit,
+                         then a DataLoader over them (cached data) and the torch-intraop step
 
 Seen here (TensorFlow 2.21, torch 2.13, jax 0.10.2, 2 cores): the Keras step runs in 2 Eigen
 threads named "python", beside idle "tf_Compute" and "tf_graph_runner" ones; tf.data's map
@@ -32,6 +36,8 @@ thread and one "python" thread; a DataLoader's workers are processes named "pt_d
 Every job keeps to 2 intra-op threads (2 cores, and other tests beside it). It prints "ready"
 on stdout once READY_STEPS steps have run (tracing, compiling and the first reads behind it),
 then runs until killed.
+
+Size: one module for the jobs, one mode a function: the tests start each by its mode.
 """
 
 from __future__ import annotations
@@ -135,7 +141,8 @@ def tf_data(directory: Path, evict: bool) -> None:
     keras_fit([], dataset)
 
 
-def torch_intraop() -> None:
+def torch_intraop(batches: Any = None) -> None:
+    """Batches in memory (`batches`: features only, else made here), a step of matmuls."""
     import torch
 
     torch.set_num_threads(THREADS)
@@ -143,13 +150,12 @@ def torch_intraop() -> None:
                                 torch.nn.Linear(2048, 2048), torch.nn.ReLU(),
                                 torch.nn.Linear(2048, 1))  # fmt: skip
     optimizer = torch.optim.SGD(model.parameters(), lr=1e-3)
-    batches = [(torch.randn(256, 1024), torch.randn(256, 1)) for _ in range(8)]
+    batches = batches or [torch.randn(256, 1024) for _ in range(8)]
     step = ready_after(READY_STEPS)
     while True:
-        for features, target in batches:
+        for features in batches:
             optimizer.zero_grad()
-            loss = torch.nn.functional.mse_loss(model(features), target)
-            loss.backward()  # type: ignore[no-untyped-call]
+            model(features).square().mean().backward()
             optimizer.step()
             step()
 
@@ -189,6 +195,31 @@ def torch_loader_disk(directory: Path) -> None:
             step()
 
 
+def torch_checkpoint(directory: Path) -> None:
+    import torch
+
+    torch.set_num_threads(THREADS)
+    model = torch.nn.Linear(724, 724)  # 2 MiB of float32 state (the slow disk is small)
+    step, features = ready_after(READY_STEPS), torch.randn(8, 724)
+    while True:
+        model(features).sum().backward()  # type: ignore[no-untyped-call]
+        with open(directory / "ckpt.pt", "wb") as handle:
+            torch.save(model.state_dict(), handle)
+            handle.flush()
+            os.fsync(handle.fileno())
+        step()
+
+
+def torch_cached(directory: Path) -> None:
+    import torch
+
+    samples = [torch.full((1024,), float(evicted_read(path) % 251))
+               for path in sorted(directory.iterdir())]  # fmt: skip
+    loader: torch.utils.data.DataLoader[Any] = torch.utils.data.DataLoader(
+        cast("torch.utils.data.Dataset[Any]", samples), batch_size=256)
+    torch_intraop(loader)
+
+
 def jax_step() -> None:
     import jax
     import jax.numpy as jnp
@@ -223,6 +254,10 @@ def main(argv: list[str]) -> None:
         torch_loader_disk(directory)
     elif mode == "jax-step":
         jax_step()
+    elif mode == "torch-checkpoint":
+        torch_checkpoint(directory)
+    elif mode == "torch-cached":
+        torch_cached(directory)
     else:
         raise SystemExit(f"framework_jobs.py: unknown mode {mode!r}")
 

@@ -73,7 +73,7 @@ def test_bench_hung_mount_runs() -> None:
 
 def test_bench_jobs_runs() -> None:
     out = _run(str(BENCH / "bench_jobs.py"), "--rounds", "1", "--seconds", "2", "--threads",
-               "8", "--counts", "1")  # fmt: skip
+               "8", "--counts", "1", "--found", "2.5")  # fmt: skip
     figures = _figures(out)
     for name in ("agent, per job, 1 jobs", "default agent, [jobs] on",
                  "default agent, [jobs] off", "diagnose, one job"):  # fmt: skip

@@ -236,3 +236,24 @@ def test_the_agent_calls_tensorflow_and_jax_steps_compute_too(tmp_path: Path) ->
         assert [fields["bottleneck"] for fields in last] == ["compute"] * AGENT_POINTS, last
         assert all(float(fields["main_waiting_ratio"]) > WAITING for fields in last), last
         assert all(float(fields["runtime_running_threads"]) > WAITING for fields in last), last
+
+
+def test_pytorch_checkpoints_fsynced_to_the_slow_disk_each_step_are_checkpoint(
+    host: DatasetHost,
+) -> None:
+    """torch.save of the state and fsync, every step, to the slow loop device."""
+    needs("torch")
+    report = watch("torch-checkpoint", str(host.checkpoints))
+    assert report["bottleneck"] == "checkpoint", why(report)
+    assert (report["device"], report["direction"]) == (host.device, "write"), why(report)
+    assert str(host.checkpoints / "ckpt.pt") in report["paths"], report["paths"]
+
+
+def test_a_dataset_cached_in_memory_before_the_fit_is_compute(host: DatasetHost) -> None:
+    """The files read once from the slow disk into memory, then a DataLoader over them:
+    nothing waits on the disk any more, the step's intra-op threads work."""
+    needs("torch")
+    report = watch("torch-cached", str(host.small))
+    assert report["bottleneck"] == "compute", why(report)
+    assert "device" not in report
+    check_runtime(report, busy=True)

@@ -47,6 +47,7 @@ JOB = textwrap.dedent("""
     stop.wait()
 """)
 FOUND_SEC = 6.0  # the agent finds the jobs at its start-up discoveries (1, 2, 4 s)
+SETTLE_SEC = 3.0  # a process is looked at once it has run this long (collectors/job_discovery)
 OFF = "\n".join(f"[{name}]\nenabled = false" for name in ("io", "filesystems", "smart",
                                                           "pressure", "process_io", "cgroup_io"))
 
@@ -56,14 +57,14 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def agent_cpu(config: str, seconds: float, workdir: Path) -> float:
-    """CPU seconds the agent used over `seconds`, after FOUND_SEC of start-up."""
+def agent_cpu(config: str, seconds: float, workdir: Path, found: float = FOUND_SEC) -> float:
+    """CPU seconds the agent used over `seconds`, after `found` seconds of start-up."""
     path = workdir / "diskprobe.toml"
     path.write_text(f'interval = "5s"\nstate_file = "{workdir}/state.json"\n{config}\n')
     agent = subprocess.Popen([*DISKPROBE, "--config", str(path)], stdout=subprocess.DEVNULL,
                              stderr=subprocess.DEVNULL)  # fmt: skip
     try:
-        time.sleep(FOUND_SEC)
+        time.sleep(found)
         first = cpu_seconds(agent.pid)
         time.sleep(seconds)
         return cpu_seconds(agent.pid) - first
@@ -77,15 +78,17 @@ def start_jobs(count: int, threads: int) -> list[subprocess.Popen[str]]:
                              stdout=subprocess.PIPE, text=True) for _ in range(count)]  # fmt: skip
     for job in jobs:
         assert job.stdout is not None and job.stdout.readline().strip() == "ready"
+    time.sleep(SETTLE_SEC)  # old enough to be looked at: the agent finds them at once
     return jobs
 
 
-def watch_cost(count: int, threads: int, seconds: float, workdir: Path) -> float:
+def watch_cost(count: int, threads: int, seconds: float, workdir: Path, found: float) -> float:
     """Share of one core per job: the agent watching `count` jobs less watching none."""
     jobs = start_jobs(count, threads)
     try:
-        watching = agent_cpu(f'{OFF}\n[jobs]\nmatch = ["{TOKEN}"]', seconds, workdir)
-        idle = agent_cpu(f'{OFF}\n[jobs]\nmatch = ["no-such-job-{TOKEN}"]', seconds, workdir)
+        watching = agent_cpu(f'{OFF}\n[jobs]\nmatch = ["{TOKEN}"]', seconds, workdir, found)
+        idle = agent_cpu(f'{OFF}\n[jobs]\nmatch = ["no-such-job-{TOKEN}"]', seconds, workdir,
+                         found)  # fmt: skip
     finally:
         for job in jobs:
             job.kill()
@@ -93,11 +96,11 @@ def watch_cost(count: int, threads: int, seconds: float, workdir: Path) -> float
     return (watching - idle) / seconds / count
 
 
-def default_ratio(seconds: float, workdir: Path) -> tuple[float, float]:
+def default_ratio(seconds: float, workdir: Path, found: float) -> tuple[float, float]:
     """CPU seconds per second of the default agent, with [jobs] as shipped and without it."""
     smart_off = "[smart]\nenabled = false"  # no drive here: its discovery is noise
-    on = agent_cpu(smart_off, seconds, workdir) / seconds
-    off = agent_cpu(f"{smart_off}\n[jobs]\nenabled = false", seconds, workdir) / seconds
+    on = agent_cpu(smart_off, seconds, workdir, found) / seconds
+    off = agent_cpu(f"{smart_off}\n[jobs]\nenabled = false", seconds, workdir, found) / seconds
     return on, off
 
 
@@ -124,6 +127,8 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=20.0)
     parser.add_argument("--threads", type=int, default=64)
     parser.add_argument("--counts", default="1,8", help="how many jobs at once, e.g. 1,8")
+    parser.add_argument("--found", type=float, default=FOUND_SEC,
+                        help="seconds of the agent's start before its CPU is read")
     args = parser.parse_args()
     counts = [int(count) for count in args.counts.split(",")]
     figures: dict[str, list[float]] = {}
@@ -131,9 +136,9 @@ def main() -> None:
         workdir = Path(work)
         for _ in range(args.rounds):
             for count in counts:
-                cost = watch_cost(count, args.threads, args.seconds, workdir)
+                cost = watch_cost(count, args.threads, args.seconds, workdir, args.found)
                 figures.setdefault(f"agent, per job, {count} jobs", []).append(100 * cost)
-            on, off = default_ratio(args.seconds, workdir)
+            on, off = default_ratio(args.seconds, workdir, args.found)
             figures.setdefault("default agent, [jobs] on", []).append(100 * on)
             figures.setdefault("default agent, [jobs] off", []).append(100 * off)
             share = diagnose_cost(args.threads, min(args.seconds, 10.0))
