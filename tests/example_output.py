@@ -4,11 +4,12 @@ Real /proc and /sys for io, fs, pressure, process_io and cgroup_io, with a `dd o
 writer in a child cgroup of its own (throttled to 50 MiB/s: it gives the disk, the process
 and the cgroup something to report, and on cgroup v1 with Linux 6.10+ blkio counts nothing
 on a disk without a limit). SMART comes from tests/fake_smartctl/smartctl replaying one
-golden case, as this VM's virtio disk has no SMART. `--once` watches no training job (a
-verdict needs a whole interval): the diskprobe_job lines come from the agent's own interval
-mode watching two real jobs of tests/diagnose_job.py for a few intervals (one spinning on
-the CPU, one whose loaders read files on this machine's disk). Needs root (the cgroup, the
-jobs' blocked calls). Run through tests/update_generated.py.
+golden case, as this VM's virtio disk has no SMART. `--once` watches no training job and
+times no request (a verdict needs a whole interval, bpftrace seconds to start): the
+diskprobe_job and latency lines come from the agent's own interval mode watching two real
+jobs of tests/diagnose_job.py for a few intervals (one spinning on the CPU, one whose loaders
+read files on this machine's disk) with [latency] on. Needs root (the cgroup, the jobs'
+blocked calls, bpftrace). Run through tests/update_generated.py.
 """
 
 from __future__ import annotations
@@ -48,6 +49,10 @@ KEEP: dict[str, tuple[int, Callable[[Point], float]]] = {
     "diskprobe_pressure": (1, lambda p: 0.0),
     "diskprobe_process_io": (1, lambda p: _bytes_per_sec(p)),
     "diskprobe_cgroup_io": (2, lambda p: _bytes_per_sec(p)),
+    # the last interval's fullest buckets of the busiest device-operation
+    "diskprobe_latency_bucket": (3, lambda p: p.time_ns // 10**9 * 1e9 + _number(p, "total")),
+    "diskprobe_process_latency": (1, lambda p: _number(p, "wait_sec")),
+    "diskprobe_cgroup_latency": (1, lambda p: _number(p, "wait_sec")),
     "diskprobe_agent": (3, lambda p: float(p.tags.get("collector") in AGENT_COLLECTORS)),
 }
 
@@ -162,11 +167,12 @@ def run_once() -> list[str]:
 
 
 JOB_SCRIPT = TESTS / "diagnose_job.py"
+LATENCY_LINES = ("diskprobe_latency", "diskprobe_process_latency", "diskprobe_cgroup_latency")
 JOB_RUN_SEC = 14.0  # found after 4 s (start-up discoveries), then whole 2 s windows
 
 
 def run_jobs() -> list[str]:
-    """diskprobe_job lines of the agent watching two real jobs (as `train.py`)."""
+    """diskprobe_job and latency lines of the agent watching two real jobs (as `train.py`)."""
     off = "".join(f"[{name}]\nenabled = false\n" for name in
                   ("io", "filesystems", "smart", "pressure", "process_io", "cgroup_io"))
     with tempfile.TemporaryDirectory(prefix="diskprobe-example-", dir="/var/tmp") as name:
@@ -178,7 +184,8 @@ def run_jobs() -> list[str]:
             (data / f"sample-{index:02}.bin").write_bytes(os.urandom(1 << 20))
         config = work / "diskprobe.toml"
         config.write_text(f'interval = "{INTERVAL}"\nstate_file = "{work / "state.json"}"\n'
-                          f'{off}[jobs]\nmatch = ["train\\\\.py"]\n')  # fmt: skip
+                          f'{off}[jobs]\nmatch = ["train\\\\.py"]\n'
+                          '[latency]\nenabled = true\n')  # fmt: skip
         jobs = [subprocess.Popen([sys.executable, str(script), *argv], stdout=subprocess.DEVNULL,
                                  start_new_session=True)  # its loaders die with it: killpg
                 for argv in (("spin", "-", "2"), ("files", str(data), "2"))]  # fmt: skip
@@ -193,7 +200,9 @@ def run_jobs() -> list[str]:
             for job in jobs:
                 os.killpg(job.pid, signal.SIGKILL)
                 job.wait()
-    return [line for line in out.splitlines() if line.startswith("diskprobe_job,")][-2:]
+    lines = out.splitlines()
+    jobs = [line for line in lines if line.startswith("diskprobe_job,")][-2:]
+    return jobs + [line for line in lines if line.startswith(LATENCY_LINES)]
 
 
 def example_block() -> str:

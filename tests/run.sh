@@ -13,7 +13,7 @@ cd "$(dirname "$0")/.."
 # Every tool a test drives: under CI (tests/ci.py) a test that finds one missing fails.
 APT_PACKAGES=(influxdb sysstat fio smartmontools util-linux e2fsprogs libfuse3-3 fuse3
               prometheus-node-exporter prometheus collectd-core victoria-metrics sudo
-              libcap2-bin time dmsetup systemd python3 python3-venv python3-pip pipx git)
+              libcap2-bin time dmsetup systemd python3 python3-venv python3-pip pipx git bpftrace)
 missing=()
 for package in "${APT_PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" \
@@ -26,6 +26,12 @@ if [ "${#missing[@]}" -gt 0 ]; then
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends \
     "${missing[@]}" >/dev/null
+fi
+
+# [latency]'s kernel side: bpftrace reads the tracepoints' formats in tracefs, which Debian
+# does not mount (diskprobe mounts it too when it runs as root; the tests' agents do).
+if [ "$(id -u)" -eq 0 ] && ! [ -e /sys/kernel/tracing/available_events ]; then
+  mount -t tracefs nodev /sys/kernel/tracing || echo "tests/run.sh: tracefs not mounted"
 fi
 
 PYTHON="${PYTHON:-/usr/bin/python3}"

@@ -76,6 +76,7 @@ LAYERS = {
     "__main__": ENTRY,
     "cli": ENTRY,
     "doctor": ENTRY,
+    "doctor_latency": ENTRY,  # doctor's [latency] check
     "sudoers": ENTRY,
     "guard": ENTRY,
     "guard_units": ENTRY,  # DiskGuard's sizes and percentages

@@ -23,6 +23,7 @@ from prometheus_client.samples import Sample
 from diskprobe.metric import Metric
 from diskprobe.schema import MEASUREMENTS, measurement
 from diskprobe.serializers import make_serializer
+from diskprobe.serializers import prometheus_histogram as histogram
 from diskprobe.serializers.prometheus import (
     FAMILIES,
     PrometheusSerializer,
@@ -56,7 +57,7 @@ def parse_strict(text: str) -> dict[str, list[Sample]]:
     per family right before its samples, samples grouped, valid names, no timestamps."""
     assert text.endswith("\n"), text[-200:]
     declared: list[str] = []
-    current, expect_type = "", ""
+    current, expect_type, kinds = "", "", {}
     for line in text[:-1].split("\n"):
         if line.startswith("# HELP "):
             current = line.split(" ")[2]
@@ -67,22 +68,27 @@ def parse_strict(text: str) -> dict[str, list[Sample]]:
         elif line.startswith("# TYPE "):
             _, _, name, kind = line.split(" ")
             assert name == expect_type, f"TYPE {name} not right after its HELP"
-            assert kind in ("counter", "gauge"), line
+            assert kind in ("counter", "gauge", "histogram"), line
             assert kind != "counter" or name.endswith("_total"), line
-            expect_type = ""
+            assert kind != "histogram" or name == histogram.NAME, line  # the latency's only
+            expect_type, kinds[name] = "", kind
         else:
             assert not line.startswith("#") and line, f"stray line {line!r}"
             assert current and not expect_type, f"sample before HELP/TYPE: {line!r}"
-            assert re.split(r"[{ ]", line, maxsplit=1)[0] == current, f"{line!r} not {current}"
+            suffixes = ("_bucket", "_sum", "_count") if kinds[current] == "histogram" else ("",)
+            assert re.split(r"[{ ]", line, maxsplit=1)[0] in [current + end for end in suffixes], \
+                f"{line!r} not {current}"  # fmt: skip
     samples: dict[str, list[Sample]] = {}
     for fam in text_string_to_metric_families(text):
-        assert fam.type in ("counter", "gauge") and fam.documentation, fam
+        assert fam.type in ("counter", "gauge", "histogram") and fam.documentation, fam
         for sample in fam.samples:
             assert sample.timestamp is None, sample
             assert math.isfinite(sample.value), sample
             assert all(LABEL_NAME.fullmatch(k) for k in sample.labels), sample
             samples.setdefault(sample.name, []).append(sample)
-    assert set(samples) <= set(declared), set(samples) - set(declared)
+    histograms = {f"{name}{end}" for name, kind in kinds.items() if kind == "histogram"
+                  for end in ("_bucket", "_sum", "_count")}  # fmt: skip
+    assert set(samples) <= set(declared) | histograms, set(samples) - set(declared)
     return samples
 
 
@@ -103,6 +109,8 @@ def test_every_schema_field_has_exactly_one_valid_name() -> None:
         assert len(FAMILIES[spec.name]) == len(spec.fields)
         for field, fam in zip(spec.fields, FAMILIES[spec.name]):
             assert fam == family(spec, field) and fam.field == field.name
+            if (spec.name, field.name) in histogram.FIELDS:
+                continue  # written in the histogram, never as this family
             assert METRIC_NAME.fullmatch(fam.name) and fam.name.startswith(f"{spec.name}_")
             assert not fam.name.startswith("diskprobe_diskprobe")
             where = f"{spec.name}.{field.name}"
@@ -120,7 +128,7 @@ def test_every_schema_field_has_exactly_one_valid_name() -> None:
     # counters expose `<name>_total` samples; no gauge may be named like a counter's base
     bases = {name[: -len("_total")] for name in names if name.endswith("_total")}
     assert not bases & set(names)
-    assert len(names) == sum(len(spec.fields) for spec in MEASUREMENTS)
+    assert len(names) == sum(len(spec.fields) for spec in MEASUREMENTS) - len(histogram.FIELDS)
 
 
 def test_base_units_in_names() -> None:
@@ -166,14 +174,16 @@ def test_names(measurement_name: str, field: str, name: str, kind: str) -> None:
     assert (fam.name, fam.type) == (name, kind)
 
 
-def test_counters_are_the_raw_io_counters() -> None:
+def test_counters_are_the_raw_io_counters_and_the_latency_histograms() -> None:
     counters = {
         (fam.measurement, fam.field)
         for families in FAMILIES.values()
         for fam in families
         if fam.type == "counter"
     }
-    assert counters == {("diskprobe_io", name) for name in RAW_IO_COUNTERS}
+    raw = {("diskprobe_io", name) for name in RAW_IO_COUNTERS}
+    latency = {("diskprobe_latency", "sum_sec"), ("diskprobe_latency_bucket", "total")}
+    assert counters == raw | latency
 
 
 def test_name_table_in_the_docs_is_generated() -> None:
@@ -186,11 +196,12 @@ def test_name_table_in_the_docs_is_generated() -> None:
 
 
 def every_field() -> list[Metric]:
-    """One point per measurement carrying every schema field and every tag."""
+    """One point per measurement carrying every schema field and every tag (a histogram
+    bucket's bound a number: Prometheus parses it)."""
     return [
         Metric(
             spec.name,
-            {tag.name: f"{tag.name}-1" for tag in spec.tags},
+            {tag.name: "0.001" if tag.name == "le" else f"{tag.name}-1" for tag in spec.tags},
             {field.name: EXAMPLE_VALUES[field.type] for field in spec.fields},
             1,
         )
@@ -199,10 +210,15 @@ def every_field() -> list[Metric]:
 
 
 def test_every_field_is_written_once() -> None:
+    """Each field once, in its family or, for the latency's, in the histogram: a bucket at
+    the point's bound and at +Inf, _sum and _count."""
     samples = parse_strict(PrometheusSerializer().serialize(every_field()))
-    expected = {fam.name for families in FAMILIES.values() for fam in families}
+    expected = {fam.name for families in FAMILIES.values() for fam in families
+                if (fam.measurement, fam.field) not in histogram.FIELDS}  # fmt: skip
+    expected |= {f"{histogram.NAME}{end}" for end in ("_bucket", "_sum", "_count")}
     assert set(samples) == expected
-    assert all(len(found) == 1 for found in samples.values())
+    assert all(len(found) == 1 for name, found in samples.items() if "_bucket" not in name)
+    assert [s.labels["le"] for s in samples[f"{histogram.NAME}_bucket"]] == ["0.001", "+Inf"]
 
 
 def test_promtool_lint_accepts_every_name() -> None:

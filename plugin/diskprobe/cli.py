@@ -226,7 +226,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "sudoers":
         from diskprobe.sudoers import DEFAULT_USERS, run_sudoers
 
-        return run_sudoers(config.smart, args.user or list(DEFAULT_USERS), sys.stdout, log)
+        return run_sudoers(config.smart, args.user or list(DEFAULT_USERS), sys.stdout, log,
+                           config.latency)
     if problem and config.output.kind == "stdout":
         log.error(f"{problem}: nowhere to write metrics; exiting")
         return 1

@@ -15,6 +15,7 @@ from diskprobe.collectors.filesystems import FilesystemsCollector
 from diskprobe.collectors.io import IoCollector
 from diskprobe.collectors.smart import PERMISSION_HELP
 from diskprobe.config import AgentConfig
+from diskprobe.doctor_latency import check_latency
 from diskprobe.log import Logger
 from diskprobe.roots import HostRoots
 from diskprobe.smart import json_parser
@@ -224,6 +225,7 @@ def run_doctor(
     _guarded(report, "filesystems", lambda: check_filesystems(report, config, roots, log, state))
     check_delay_accounting(report, config, roots)
     check_jobs(report, config)
+    _guarded(report, "latency", lambda: check_latency(report, config))
     if config.smart.enabled:
         _guarded(report, "SMART", lambda: check_smart(report, config))
     report.line("INFO", f"{report.failures} problem(s), {report.warnings} warning(s)")

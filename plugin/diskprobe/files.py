@@ -66,6 +66,27 @@ def private_dir_problem(directory: str) -> str | None:
     return None
 
 
+def root_only_problem(path: str) -> str | None:
+    """Why `path` is not a file only root can change (what a sudo rule may name), or None:
+    it and every directory above it (after symlinks) must belong to root and be writable by
+    no one else (a sticky directory's other users cannot replace root's entries)."""
+    real = os.path.realpath(path)
+    current = real
+    while True:
+        try:
+            info = os.lstat(current)
+        except OSError as error:
+            return f"{current} cannot be checked ({error.strerror})"
+        if info.st_uid != 0:
+            return f"{current} belongs to uid {info.st_uid}, not root"
+        writable = info.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+        if writable and not (stat.S_ISDIR(info.st_mode) and info.st_mode & stat.S_ISVTX):
+            return f"{current} is writable by others than root (mode {info.st_mode & 0o7777:o})"
+        if current == "/":
+            return None
+        current = os.path.dirname(current)
+
+
 def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:

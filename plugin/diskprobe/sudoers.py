@@ -15,10 +15,12 @@ import fnmatch
 import os
 import re
 import shutil
-from typing import TextIO
+from typing import Sequence, TextIO
 
 from diskprobe import __version__
-from diskprobe.config import SmartConfig
+from diskprobe.collectors.latency import SCRIPT
+from diskprobe.config import LatencyConfig, SmartConfig
+from diskprobe.files import root_only_problem
 from diskprobe.log import Logger
 from diskprobe.roots import HostRoots
 from diskprobe.smart import nvme_cli
@@ -34,7 +36,7 @@ _USER = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*")
 _WORD = re.compile(r"[A-Za-z0-9/._+,:=@%-]+")
 
 HEADER = """\
-## diskprobe {version}: sudoers for [smart] use_sudo = true; written by `diskprobe sudoers`.
+## diskprobe {version}: sudoers for use_sudo = true ([smart], [latency]); by `diskprobe sudoers`.
 ## Exact command lines, no wildcards: sudo allows these and nothing else (no other option,
 ## device or program), on every sudo version. Re-run when drives change, then install:
 ##   diskprobe sudoers --config /etc/diskprobe/diskprobe.toml > /etc/sudoers.d/.diskprobe.new
@@ -74,10 +76,12 @@ def command_lines(config: SmartConfig, specs: list[DriveSpec], with_smartctl: bo
     return smartctl_lines, nvme_lines
 
 
-def render(users: list[str], smartctl: list[list[str]], nvme: list[list[str]]) -> str:
+def render(users: list[str], smartctl: list[list[str]], nvme: list[list[str]],
+           bpftrace: Sequence[list[str]] = ()) -> str:  # fmt: skip
     """The sudoers text; lines sudo cannot match exactly must be left out beforehand."""
     aliases = [(name, lines) for name, lines in
-               (("DISKPROBE_SMARTCTL", smartctl), ("DISKPROBE_NVME", nvme)) if lines]  # fmt: skip
+               (("DISKPROBE_SMARTCTL", smartctl), ("DISKPROBE_NVME", nvme),
+                ("DISKPROBE_BPFTRACE", list(bpftrace))) if lines]  # fmt: skip
     text = HEADER.format(version=__version__)
     for name, lines in aliases:
         commands = [" ".join(sudoers_word(word) for word in line) for line in lines]
@@ -133,7 +137,21 @@ def exact_only(lines: list[list[str]], log: Logger) -> list[list[str]]:
     return kept
 
 
-def run_sudoers(config: SmartConfig, users: list[str], out: TextIO, log: Logger) -> int:
+def bpftrace_lines(latency: LatencyConfig | None, log: Logger) -> list[list[str]]:
+    """[latency]'s one command (exactly `bpftrace -f json <script>`: no -e, no other option,
+    as bpftrace can read kernel memory), when enabled and the script is root's alone."""
+    if latency is None or not latency.enabled:
+        return []
+    argv = [program_path(latency.bpftrace_path), "-f", "json", str(SCRIPT)]
+    problem = root_only_problem(str(SCRIPT))
+    if problem:
+        log.warn(f"sudoers: left out bpftrace: its script must be root's alone: {problem}")
+        return []
+    return [argv]
+
+
+def run_sudoers(config: SmartConfig, users: list[str], out: TextIO, log: Logger,
+                latency: LatencyConfig | None = None) -> int:  # fmt: skip
     """Print the sudoers file; 2 for a bad user name, 1 when the drives could not be found."""
     bad = [user for user in users if not _USER.fullmatch(user)]
     if bad:
@@ -145,5 +163,6 @@ def run_sudoers(config: SmartConfig, users: list[str], out: TextIO, log: Logger)
         return 1
     with_smartctl = runner.resolved() is not None
     smartctl, nvme = command_lines(config, specs, with_smartctl, not config.devices)
-    out.write(render(users, exact_only(smartctl, log), exact_only(nvme, log)))
+    out.write(render(users, exact_only(smartctl, log), exact_only(nvme, log),
+                     exact_only(bpftrace_lines(latency, log), log)))
     return 0

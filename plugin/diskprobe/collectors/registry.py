@@ -7,6 +7,7 @@ from diskprobe.collectors.cgroup_io import CgroupIoCollector
 from diskprobe.collectors.filesystems import FilesystemsCollector
 from diskprobe.collectors.io import IoCollector
 from diskprobe.collectors.jobs import JobsCollector
+from diskprobe.collectors.latency import LatencyCollector
 from diskprobe.collectors.pressure import PressureCollector
 from diskprobe.collectors.process_io import ProcessIoCollector
 from diskprobe.collectors.smart import SmartCollector
@@ -17,7 +18,8 @@ def build_collectors(
     config: AgentConfig, context: CollectorContext, once: bool = False
 ) -> list[Collector]:
     """`once` (--once): SMART waits for its reads instead of emitting them a tick later, and
-    jobs are not watched (a job's verdict needs a whole interval of samples)."""
+    jobs and latency are not watched (a job's verdict needs an interval of samples; bpftrace
+    takes seconds to start)."""
     collectors: list[Collector] = []
     if config.io.enabled:
         collectors.append(IoCollector(config.io, context))
@@ -31,6 +33,8 @@ def build_collectors(
         collectors.append(ProcessIoCollector(config.process_io, context))
     if config.cgroup_io.enabled:
         collectors.append(CgroupIoCollector(config.cgroup_io, context))
+    if config.latency.enabled and not once:  # the kernel side needs seconds to start
+        collectors.append(LatencyCollector(config.latency, context))
     if config.jobs.enabled and not once:  # a job's verdict needs an interval of samples
         collectors.append(JobsCollector(config.jobs, context))
     return collectors

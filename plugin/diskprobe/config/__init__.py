@@ -17,6 +17,7 @@ from diskprobe.config.checks import ConfigError as ConfigError
 from diskprobe.config.checks import check_config, closest, convert
 from diskprobe.config.file import parse_toml, read_config_file
 from diskprobe.config.jobs import JobsConfig as JobsConfig
+from diskprobe.config.latency import LatencyConfig as LatencyConfig
 from diskprobe.config.legacy import move_legacy_keys
 from diskprobe.config.output import OutputConfig as OutputConfig
 from diskprobe.config.sections import PSEUDO_FILESYSTEMS as PSEUDO_FILESYSTEMS
@@ -72,6 +73,9 @@ class AgentConfig:
         default_factory=CgroupIoConfig, metadata={"doc": CgroupIoConfig.__doc__}
     )
     jobs: JobsConfig = field(default_factory=JobsConfig, metadata={"doc": JobsConfig.__doc__})
+    latency: LatencyConfig = field(
+        default_factory=LatencyConfig, metadata={"doc": LatencyConfig.__doc__}
+    )
     output: OutputConfig = field(
         default_factory=OutputConfig, metadata={"doc": OutputConfig.__doc__}
     )
@@ -85,6 +89,7 @@ SECTIONS: dict[str, type] = {
     "process_io": ProcessIoConfig,
     "cgroup_io": CgroupIoConfig,
     "jobs": JobsConfig,
+    "latency": LatencyConfig,
     "output": OutputConfig,
 }
 

@@ -15,9 +15,8 @@ from dataclasses import fields, replace
 from typing import TYPE_CHECKING, Any, Mapping, Optional
 
 from diskprobe.config.errors import ConfigError as ConfigError
-from diskprobe.config.io_rules import check_fail_slow_window
-from diskprobe.config.jobs import check_jobs
 from diskprobe.config.output_rules import check_output
+from diskprobe.config.section_rules import check_sections
 from diskprobe.durations import format_duration, parse_duration
 from diskprobe.smart.thresholds import DEFAULT_THRESHOLDS
 
@@ -232,8 +231,7 @@ def check_config(
     where = f"{source}: " if source else ""
     check_output(config.output, where)
     config = _collectd_interval(config, env, interval_flagged)
-    check_fail_slow_window(config, where)
-    check_jobs(config.jobs, where)
+    check_sections(config, where)
     return config
 
 

@@ -19,6 +19,7 @@ from diskprobe.collectors.job_process import thread_facts
 from diskprobe.collectors.task_classify import Classifier
 from diskprobe.compute.bottleneck import Counts, Shares, Verdict, decide
 from diskprobe.compute.thread_roles import Groups, group_threads
+from diskprobe.diagnose.latency import WatchLatency
 from diskprobe.diagnose.report import ADVICE, active_io_share, render_text, sentence, shares_dict
 from diskprobe.diagnose.watch import Watch, Watched
 from diskprobe.log import Logger
@@ -60,13 +61,16 @@ def run_diagnose(pid: int | None, cgroup: str | None, seconds: float, output_for
     places = FilePlaces(roots)
     classifier = Classifier(roots, os.uname().machine, places)
     watch = Watch(roots, classifier, pid=pid, cgroup=directory)
+    latency = WatchLatency()
     cost = resource.getrusage(resource.RUSAGE_SELF)
     before = Snapshot.take(roots, first)
     watched = watch.run(seconds)
     after = Snapshot.take(roots, first)
+    latency.stop()
     used = resource.getrusage(resource.RUSAGE_SELF)
     cpu = used.ru_utime + used.ru_stime - cost.ru_utime - cost.ru_stime
     report = build_report(watch, watched, places, before, after, roots)
+    _add_latency(report, latency, places)
     report["target"] = f"pid {pid}" if pid is not None else f"cgroup {directory}"
     report["cost"] = {"cpu_seconds": round(cpu, 3), "period_sec": 0.1,
                       "cpu_share_of_one_core": round(cpu / watched.seconds, 4)
@@ -150,6 +154,17 @@ def _add_place(report: dict[str, Any], verdict: Verdict, watch: Watch, watched: 
     if figures is not None:
         report["device_iostat"] = {key: round(value, 3) if isinstance(value, float) else value
                                    for key, value in figures.items()}  # fmt: skip
+
+
+def _add_latency(report: dict[str, Any], latency: WatchLatency, places: FilePlaces) -> None:
+    """The verdict's device's per-request latency over the watch, or a note why not."""
+    place = next((p for p in places.devices if p.device == report.get("device")), None)
+    found = latency.on(places.devices[place], report.get("direction") or "read") if place \
+        else None  # fmt: skip
+    if found is not None:
+        report["device_latency"] = found
+    elif latency.note and place is not None:
+        report["notes"].append(latency.note)
 
 
 def _throttle(throttle: Throttle) -> dict[str, Any]:

@@ -110,6 +110,11 @@ def render_text(report: dict[str, Any]) -> str:
     lines += [f"  - {reason}" for reason in report["reasons"]]
     if report.get("paths"):
         lines.append("files waited on: " + ", ".join(report["paths"]))
+    if report.get("device_latency"):
+        found = report["device_latency"]
+        lines.append(f"latency on {report['device']} over the watch ({found['requests']} "
+                     f"requests): p50 {found['p50_ms']:.2f} ms, p99 {found['p99_ms']:.2f} ms, "
+                     f"max {found['max_ms']:.2f} ms")  # fmt: skip
     lines.append("processes (share of the main thread's time; cpu in cores):")
     for process in report["processes"]:
         shares = process["shares"]

@@ -11,6 +11,7 @@ from diskprobe.schema.cgroup_io import CGROUP_IO
 from diskprobe.schema.fs import FS
 from diskprobe.schema.io import IO
 from diskprobe.schema.job import JOB
+from diskprobe.schema.latency import CGROUP_LATENCY, LATENCY, LATENCY_BUCKET, PROCESS_LATENCY
 from diskprobe.schema.pressure import PRESSURE
 from diskprobe.schema.process_io import PROCESS_IO
 from diskprobe.schema.smart import SMART, SMART_ATTR
@@ -28,16 +29,20 @@ from diskprobe.schema.types import (
 __all__ = [
     "AGENT",
     "CGROUP_IO",
+    "CGROUP_LATENCY",
     "COUNTER",
     "FIELD_TYPES",
     "FS",
     "GAUGE",
     "IO",
     "JOB",
+    "LATENCY",
+    "LATENCY_BUCKET",
     "MEASUREMENTS",
     "MEASUREMENT_PREFIX",
     "PRESSURE",
     "PROCESS_IO",
+    "PROCESS_LATENCY",
     "SMART",
     "SMART_ATTR",
     "TRAINING",
@@ -56,6 +61,10 @@ MEASUREMENTS: tuple[MeasurementSpec, ...] = (
     PRESSURE,
     PROCESS_IO,
     CGROUP_IO,
+    LATENCY,
+    LATENCY_BUCKET,
+    PROCESS_LATENCY,
+    CGROUP_LATENCY,
     JOB,
     TRAINING,
     AGENT,

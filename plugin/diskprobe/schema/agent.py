@@ -12,7 +12,7 @@ AGENT = MeasurementSpec(
         TagSpec(
             "collector",
             "The collector this point describes: io, filesystems, smart, pressure, process_io, "
-            "cgroup_io, jobs or output.",
+            "cgroup_io, latency, jobs or output.",
         ),
         TagSpec("version", "diskprobe's version."),
     ),
@@ -24,8 +24,9 @@ AGENT = MeasurementSpec(
             "int",
             "count",
             "What the collector saw in this batch: devices (io), mounts (filesystems), drives "
-            "(smart), processes (process_io), cgroups per device (cgroup_io), watched jobs "
-            "(jobs), 1 (pressure), batches waiting for delivery (output).",
+            "(smart), processes (process_io), cgroups per device (cgroup_io), devices with "
+            "requests (latency), watched jobs (jobs), 1 (pressure), batches waiting for "
+            "delivery (output).",
         ),
         _f(
             "exec_calls",
@@ -53,6 +54,27 @@ AGENT = MeasurementSpec(
             "count",
             "Training jobs found beyond [jobs] max_jobs at the last discovery, left unwatched "
             "(jobs only).",
+        ),
+        _f(
+            "latency_restarts",
+            "int",
+            "count",
+            "Times the latency collector's bpftrace child was started again since diskprobe "
+            "started (it exited or was killed; latency only).",
+        ),
+        _f(
+            "latency_dropped",
+            "int",
+            "count",
+            "Requests the kernel timed in the interval but its maps could not hold (max_keys "
+            "reached): in no latency point (latency only).",
+        ),
+        _f(
+            "latency_unmatched",
+            "int",
+            "count",
+            "Completions in the interval whose start was not seen (begun before the program, "
+            "or a request whose first sector changed): not timed (latency only).",
         ),
         _f(
             "dropped_points",

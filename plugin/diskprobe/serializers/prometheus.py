@@ -40,6 +40,8 @@ from typing import Callable, Iterable, NamedTuple
 
 from diskprobe.metric import FieldValue, Metric
 from diskprobe.schema import AGENT, COUNTER, FS, IO, JOB, MEASUREMENTS, FieldSpec, MeasurementSpec
+from diskprobe.schema.latency import LATENCY, LATENCY_BUCKET
+from diskprobe.serializers import prometheus_histogram as histogram
 from diskprobe.serializers.text import system_text
 
 STALE_AFTER = 2 * 3600.0  # four missed reads at the default [smart] interval of 30m
@@ -140,6 +142,9 @@ def render_table() -> str:
     ]
     for spec in MEASUREMENTS:
         for fam, field in zip(FAMILIES[spec.name], spec.fields):
+            if (spec.name, field.name) in histogram.FIELDS:
+                lines.append(histogram.table_row(spec.name, field))
+                continue
             if fam.info:
                 value = f'1, label `{field.name}="..."`'
             elif field.type == "bool":
@@ -217,7 +222,12 @@ class PrometheusSerializer:
             series = self._series.get(spec.name)
             if not series:
                 continue
+            if spec.name == LATENCY_BUCKET.name:
+                out += histogram.render(series.values(), self._series.get(LATENCY.name, {})
+                                        .values(), self._label)  # fmt: skip
             for fam in FAMILIES[spec.name]:
+                if (spec.name, fam.field) in histogram.FIELDS:
+                    continue
                 lines = []
                 for item in series.values():
                     value = item.metric.fields.get(fam.field)

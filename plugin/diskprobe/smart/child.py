@@ -42,7 +42,7 @@ class Captured:
     outcome: str = ""  # "", "timeout", "overflow" or "stopped"
 
 
-def _load_prctl() -> Callable[..., int] | None:
+def load_prctl() -> Callable[..., int] | None:
     try:
         prctl: Callable[..., int] = ctypes.CDLL(None, use_errno=True).prctl
     except (OSError, AttributeError):  # not Linux, or no libc symbol

@@ -89,7 +89,7 @@ class CommandRunner:
         self._lock = threading.Lock()
         self._live: set[subprocess.Popen[bytes]] = set()
         self._closed = False
-        self._prctl = child._load_prctl()
+        self._prctl = child.load_prctl()
 
     def resolved(self) -> str | None:
         """The program's full path, or None when it is not installed."""
