@@ -19,7 +19,8 @@ from diskprobe.collectors.process_io import ProcessIoCollector
 from diskprobe.config import ProcessIoConfig
 from diskprobe.log import Logger
 from diskprobe.roots import HostRoots
-from diskprobe.sources.procio import parse_cgroup, parse_proc_io
+from diskprobe.sources.cgroup_limits import parse_proc_cgroup
+from diskprobe.sources.procio import parse_proc_io
 
 from helpers import assert_schema
 
@@ -124,11 +125,11 @@ def test_parse_proc_io_and_cgroup() -> None:
     assert parse_proc_io(IO_TEXT) == (4096, 8192)
     assert parse_proc_io(b"read_bytes: 5\nrchar: 1\nwrite_bytes: 6\n") == (5, 6)
     assert parse_proc_io(b"rchar: 1\n") is None
-    assert parse_cgroup("0::/system.slice/sshd.service\n") == "/system.slice/sshd.service"
+    assert parse_proc_cgroup("0::/system.slice/sshd.service\n").path == "/system.slice/sshd.service"
     v1 = "12:pids:/a\n5:blkio:/kubepods/pod1\n1:name=systemd:/b\n"
-    assert parse_cgroup(v1) == "/kubepods/pod1"
-    assert parse_cgroup("3:cpu,cpuacct:/c\n") == "/c"
-    assert parse_cgroup("") is None
+    assert parse_proc_cgroup(v1).path == "/kubepods/pod1"
+    assert parse_proc_cgroup("3:cpu,cpuacct:/c\n").path == "/c"
+    assert parse_proc_cgroup("").path is None
 
 
 def test_a_writer_is_reported_at_the_rate_of_the_bytes_it_wrote(writer: Writer) -> None:

@@ -18,7 +18,8 @@ from diskprobe.compute.bottleneck import Counts
 from diskprobe.compute.thread_roles import ThreadFacts
 from diskprobe.roots import HostRoots
 from diskprobe.sources.file_places import Place
-from diskprobe.sources.tasks import list_threads, read_comm, read_io_bytes, read_mapped_files
+from diskprobe.sources.procio import read_io_bytes
+from diskprobe.sources.tasks import list_threads, read_comm, read_mapped_files
 
 
 @dataclass

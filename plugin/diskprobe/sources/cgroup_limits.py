@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from diskprobe.roots import HostRoots
 from diskprobe.sources.cgroups import (
@@ -66,18 +67,33 @@ def parse_v1_limit(text: str) -> dict[DevNo, int]:
     return found
 
 
-def parse_proc_cgroup(text: str) -> tuple[str | None, str | None]:
-    """/proc/<pid>/cgroup: the v2 path ("0::/a/b") and the v1 blkio path ("5:blkio:/a")."""
-    unified, blkio = None, None
+class ProcCgroup(NamedTuple):
+    unified: str | None  # the v2 line's path ("0::/a/b")
+    blkio: str | None  # the v1 blkio line's ("5:blkio:/a"), the first if several
+    first: str | None  # the first line's, whatever its controllers
+
+    @property
+    def path(self) -> str | None:
+        """The process's cgroup as the cgroup tags show it: v2's, else blkio's, else any."""
+        return next((p for p in (self.unified, self.blkio, self.first) if p is not None), None)
+
+
+# /proc/<pid>/cgroup, one "hierarchy-id:controllers:path" a line (cgroups(7)):
+#   12:blkio:/kubepods/pod1        (v1)
+#   0::/system.slice/sshd.service  (v2, or the hybrid layout's unified hierarchy)
+def parse_proc_cgroup(text: str) -> ProcCgroup:
+    """The one parser of /proc/<pid>/cgroup (process_io, diagnose, the job watch)."""
+    unified = blkio = first = None
     for line in text.splitlines():
         parts = line.split(":", 2)
         if len(parts) != 3:
             continue
+        first = first if first is not None else parts[2]
         if parts[0] == "0" and parts[1] == "":
             unified = parts[2]
-        elif "blkio" in parts[1].split(","):
+        elif blkio is None and "blkio" in parts[1].split(","):
             blkio = parts[2]
-    return unified, blkio
+    return ProcCgroup(unified, blkio, first)
 
 
 @dataclass(frozen=True)
@@ -90,7 +106,7 @@ class JobCgroup:
 def job_cgroup(roots: HostRoots, pid: int) -> JobCgroup | None:
     """The process's cgroup in the hierarchy that can limit its I/O, or None."""
     text = read_text(roots.proc_path(str(pid), "cgroup")) or ""
-    unified, blkio = parse_proc_cgroup(text)
+    unified, blkio, _ = parse_proc_cgroup(text)
     for version, base, path in ((2, roots.sys_path("fs", "cgroup"), unified),
                                 (2, roots.sys_path("fs", "cgroup", "unified"), unified),
                                 (1, roots.sys_path("fs", "cgroup", "blkio"), blkio)):  # fmt: skip

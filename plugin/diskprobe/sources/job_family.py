@@ -24,7 +24,8 @@ import time
 from dataclasses import dataclass
 
 from diskprobe.roots import HostRoots
-from diskprobe.sources.tasks import parent_map, parse_task_stat, read_io_bytes, read_task_stat
+from diskprobe.sources.procio import read_io_bytes
+from diskprobe.sources.tasks import parent_map, parse_task_stat, read_task_stat
 
 ProcessKey = tuple[int, int]  # (pid, start time in clock ticks): a reused PID is another key
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")

@@ -17,6 +17,8 @@ from dataclasses import dataclass
 import psutil
 
 from diskprobe.roots import HostRoots
+from diskprobe.sources.cgroup_limits import parse_proc_cgroup
+from diskprobe.sources.tasks import parse_task_stat
 from diskprobe.sources.u64 import parse_u64
 
 CMDLINE_MAX = 256
@@ -100,16 +102,28 @@ def scan_io(roots: HostRoots) -> Scan:
 
 
 def start_ticks(roots: HostRoots, pid: int) -> int | None:
-    """Field 22 of HOST_PROC/<pid>/stat (clock ticks after boot), None when the PID is gone.
+    """Field 22 of HOST_PROC/<pid>/stat (clock ticks after boot), None when the PID is gone or
+    its stat is garbled (tasks.parse_task_stat: the one parser of that file).
 
     With the PID it names one process for the host's lifetime; psutil's create_time() adds
     a boot time rounded to the second, so the raw ticks are compared instead.
     """
     try:
         with open(roots.proc_path(str(pid), "stat"), "rb") as file:
-            data = file.read()
-        return int(data[data.rindex(b")") + 2 :].split()[19])
-    except (OSError, ValueError, IndexError):
+            data = file.read(4096)
+    except OSError:
+        return None
+    stat = parse_task_stat(data)
+    return stat.start_ticks if stat is not None else None
+
+
+def read_io_bytes(roots: HostRoots, pid: int) -> tuple[int, int] | None:
+    """read_bytes, write_bytes of /proc/<pid>/io (storage I/O), None when unreadable."""
+    try:
+        with open(roots.proc_path(str(pid), "io"), "rb", buffering=0) as file:
+            data = file.read(IO_READ_SIZE)
+        return parse_proc_io(data) if data else None
+    except (OSError, MalformedIo):
         return None
 
 
@@ -157,25 +171,10 @@ def _cmdline(process: psutil.Process) -> str | None:
     return " ".join(text.split())[:CMDLINE_MAX] or None
 
 
-def parse_cgroup(text: str) -> str | None:
-    """The v2 "0::/path" line's path, else the blkio line's, else the first line's."""
-    first, blkio = None, None
-    for line in text.splitlines():
-        parts = line.split(":", 2)
-        if len(parts) != 3:
-            continue
-        if parts[0] == "0" and parts[1] == "":
-            return parts[2]
-        if blkio is None and "blkio" in parts[1].split(","):
-            blkio = parts[2]
-        first = first if first is not None else parts[2]
-    return blkio if blkio is not None else first
-
-
 def read_cgroup(roots: HostRoots, pid: int) -> str | None:
     try:
         path = roots.proc_path(str(pid), "cgroup")
         with open(path, encoding="utf-8", errors="surrogateescape") as f:
-            return parse_cgroup(f.read())
+            return parse_proc_cgroup(f.read()).path
     except OSError:
         return None

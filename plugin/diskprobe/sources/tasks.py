@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from typing import Callable
 
 from diskprobe.roots import HostRoots
-from diskprobe.sources.procio import IO_READ_SIZE, MalformedIo, parse_proc_io
 from diskprobe.sources.u64 import parse_u64
 
 RUNNING = "running"  # /proc/<tid>/syscall of a task on a CPU: no syscall to report
@@ -44,7 +43,9 @@ STATE, PPID, MAJFLT, UTIME, STIME, STARTTIME, BLKIO_TICKS, ARG_START = 0, 1, 9, 
 
 
 def parse_task_stat(data: bytes) -> TaskStat | None:
-    """None for a line too short or with a field that is no counter (a malformed file)."""
+    """The one parser of /proc/<pid>/stat and /proc/<pid>/task/<tid>/stat (process_io,
+    diagnose, the job watch, the in-job meter). Strict: None for a line too short or with one
+    of the fields read that is no counter; its callers leave that process (or thread) out."""
     close = data.rfind(b")")
     fields = data[close + 2 :].split() if close >= 0 else []
     if len(fields) <= STARTTIME:
@@ -79,15 +80,6 @@ def read_comm(roots: HostRoots, pid: int, tid: int | None = None) -> str:
     task = ("task", str(tid)) if tid is not None else ()
     data = _read(roots.proc_path(str(pid), *task, "comm"), 64)
     return data.decode("utf-8", "surrogateescape").strip() if data else ""
-
-
-def read_io_bytes(roots: HostRoots, pid: int) -> tuple[int, int] | None:
-    """read_bytes, write_bytes of /proc/<pid>/io (storage I/O), None when unreadable."""
-    data = _read(roots.proc_path(str(pid), "io"), IO_READ_SIZE)
-    try:
-        return parse_proc_io(data) if data else None
-    except MalformedIo:
-        return None
 
 
 def list_threads(roots: HostRoots, pid: int) -> list[int]:
