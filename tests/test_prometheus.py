@@ -22,6 +22,7 @@ from prometheus_client.samples import Sample
 
 from diskprobe.metric import Metric
 from diskprobe.schema import MEASUREMENTS, measurement
+from diskprobe.schema.latency import LATENCY_BUCKET
 from diskprobe.serializers import make_serializer
 from diskprobe.serializers import prometheus_histogram as histogram
 from diskprobe.serializers.prometheus import (
@@ -182,7 +183,7 @@ def test_counters_are_the_raw_io_counters_and_the_latency_histograms() -> None:
         if fam.type == "counter"
     }
     raw = {("diskprobe_io", name) for name in RAW_IO_COUNTERS}
-    latency = {("diskprobe_latency", "sum_sec"), ("diskprobe_latency_bucket", "total")}
+    latency = {("diskprobe_latency_bucket", "sum_sec"), ("diskprobe_latency_bucket", "total")}
     assert counters == raw | latency
 
 
@@ -212,7 +213,9 @@ def every_field() -> list[Metric]:
 def test_every_field_is_written_once() -> None:
     """Each field once, in its family or, for the latency's, in the histogram: a bucket at
     the point's bound and at +Inf, _sum and _count."""
-    samples = parse_strict(PrometheusSerializer().serialize(every_field()))
+    inf = next(m for m in every_field() if m.measurement == LATENCY_BUCKET.name)
+    inf = Metric(inf.measurement, {**inf.tags, "le": "+Inf"}, inf.fields, 1)  # sum_sec's point
+    samples = parse_strict(PrometheusSerializer().serialize([*every_field(), inf]))
     expected = {fam.name for families in FAMILIES.values() for fam in families
                 if (fam.measurement, fam.field) not in histogram.FIELDS}  # fmt: skip
     expected |= {f"{histogram.NAME}{end}" for end in ("_bucket", "_sum", "_count")}
@@ -361,6 +364,28 @@ def test_a_series_keeps_its_latest_point_until_replaced_or_stale() -> None:
     # two points of one series in a batch: the last one wins, one sample
     samples = parse_strict(serializer.serialize([_io("sda", reads=1), _io("sda", reads=2)]))
     assert [s.value for s in samples["diskprobe_io_reads_total"]] == [2]
+
+
+
+def test_latency_gauges_go_with_the_interval_and_the_histogram_stays() -> None:
+    """A device-operation idle since the last run has no percentile gauge (not one from hours
+    ago, for stale_after), while its cumulative histogram and its _sum stay."""
+    serializer = PrometheusSerializer(stale_after=3600.0, clock=lambda: 0.0)
+    tags = {"device": "sda", "op": "read"}
+    busy = [
+        Metric("diskprobe_latency", tags, {"p99_ms": 40.0}, 1),
+        Metric("diskprobe_process_latency", {**tags, "process": "dd", "user": "root"},
+               {"wait_sec": 2.0}, 1),  # fmt: skip
+        Metric(LATENCY_BUCKET.name, {**tags, "le": "+Inf"}, {"total": 9, "sum_sec": 0.5}, 1),
+        _agent("latency"),
+    ]
+    samples = parse_strict(serializer.serialize(busy))
+    assert value_of(samples, "diskprobe_latency_p99_seconds") == 0.04
+    samples = parse_strict(serializer.serialize([_agent("latency")]))
+    assert "diskprobe_latency_p99_seconds" not in samples
+    assert "diskprobe_process_latency_wait_seconds" not in samples
+    assert value_of(samples, f"{histogram.NAME}_sum") == 0.5
+    assert value_of(samples, f"{histogram.NAME}_count") == 9
 
 
 # -- the real diskprobe ------------------------------------------------------------------------

@@ -43,7 +43,7 @@ def _second_sample(root: Path, counters: bool) -> Metric:
 
 
 # The latency histogram's since-start counters: always sent, never by `counters = true`.
-LATENCY_COUNTERS = {("diskprobe_latency", "sum_sec"), ("diskprobe_latency_bucket", "total")}
+LATENCY_COUNTERS = {("diskprobe_latency_bucket", "sum_sec"), ("diskprobe_latency_bucket", "total")}
 
 
 def _counters() -> set[tuple[str, str]]:

@@ -80,7 +80,6 @@ class PointMaker:
         self._totals[key] = (totals, summed)
         while len(self._totals) > MAX_REMEMBERED:
             self._totals.popitem(last=False)
-        fields["sum_sec"] = summed
         metrics = [Metric(LATENCY.name, tags, fields, time_ns)]
         # From the lowest bucket with requests in the interval up: the buckets whose total
         # (cumulative over le) moved; the others' last points still hold. And the bucket just
@@ -90,8 +89,10 @@ class PointMaker:
         cumulative = sum(totals[:lowest])
         for le, count_here, total in list(zip(self._le, interval, totals))[lowest:]:
             cumulative += total
-            metrics.append(Metric(LATENCY_BUCKET.name, {**tags, "le": le},
-                                  {"count": count_here, "total": cumulative}, time_ns))
+            point: dict[str, FieldValue] = {"count": count_here, "total": cumulative}
+            if le == "+Inf":
+                point["sum_sec"] = summed
+            metrics.append(Metric(LATENCY_BUCKET.name, {**tags, "le": le}, point, time_ns))
         return metrics
 
     def _processes(self, window: Dump, kept: set[int], time_ns: int) -> list[Metric]:

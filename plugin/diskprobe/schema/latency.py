@@ -22,7 +22,6 @@ LATENCY = MeasurementSpec(
         _f("p99_ms", "float", "ms", "99th percentile latency."),
         _f("p999_ms", "float", "ms", "99.9th percentile latency."),
         _f("max_ms", "float", "ms", "Longest request of the interval (exact)."),
-        counter_spec("sum_sec", "float", "s", "Summed latency of every request since diskprobe started: the histogram's _sum in the Prometheus forms."),
     ),
     series_tags=("device", "op"),
 )
@@ -34,6 +33,7 @@ LATENCY_BUCKET = MeasurementSpec(
     fields=(
         _f("count", "int", "", "Requests of the interval with a latency in this bucket: above the previous bound, up to `le`."),
         counter_spec("total", "int", "", "Requests since diskprobe started with a latency up to `le` (cumulative over the buckets, as a Prometheus histogram's)."),
+        counter_spec("sum_sec", "float", "s", "Only on the `le=\"+Inf\"` point: summed latency of every request since diskprobe started (the histogram's _sum in the Prometheus forms)."),
     ),
     series_tags=("device", "op", "le"),
 )

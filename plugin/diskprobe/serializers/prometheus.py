@@ -40,7 +40,7 @@ from typing import Callable, Iterable, NamedTuple
 
 from diskprobe.metric import FieldValue, Metric
 from diskprobe.schema import AGENT, COUNTER, FS, IO, JOB, MEASUREMENTS, FieldSpec, MeasurementSpec
-from diskprobe.schema.latency import LATENCY, LATENCY_BUCKET
+from diskprobe.schema.latency import CGROUP_LATENCY, LATENCY, LATENCY_BUCKET, PROCESS_LATENCY
 from diskprobe.serializers import prometheus_histogram as histogram
 from diskprobe.serializers.text import system_text
 
@@ -66,7 +66,11 @@ RENAMES = {
     "error_log_count": "error_log_errors",
     "self_test_failed_count": "self_tests_failed",
 }
-SNAPSHOTS = {"io": IO.name, "filesystems": FS.name, "jobs": JOB.name}  # collector -> measurement
+# collector -> the measurements each of its runs replaces (a series it no longer writes is gone,
+# not stale for stale_after). The latency histogram is cumulative: its buckets stay.
+SNAPSHOTS = {"io": (IO.name,), "filesystems": (FS.name,), "jobs": (JOB.name,),
+             "latency": (LATENCY.name, PROCESS_LATENCY.name, CGROUP_LATENCY.name)}  # fmt: skip
+SNAPSHOT_OF = {name: names for names in SNAPSHOTS.values() for name in names}
 LABEL_RENAMES = {(JOB.name, "job"): "training_job"}  # Prometheus's own `job` is the scrape's
 LABEL_NAME = re.compile(r"(?!__)[a-zA-Z_][a-zA-Z0-9_]*")
 CACHE_LIMIT = 50_000
@@ -198,14 +202,16 @@ class PrometheusSerializer:
                 continue
             collector = metric.tags.get("collector", "")
             if metric.measurement == AGENT.name and collector in SNAPSHOTS:
-                replaced.add(SNAPSHOTS[collector])
+                replaced.update(SNAPSHOTS[collector])
             tags = tuple(sorted(
                 (LABEL_RENAMES.get((metric.measurement, k), k), v)
                 for k, v in metric.tags.items() if v and LABEL_NAME.fullmatch(k)
             ))  # fmt: skip
             labels = ",".join(self._label(k, v) for k, v in tags)
             batch.setdefault(metric.measurement, {})[tags] = _Series(now, metric, labels)
-        for name in replaced | (batch.keys() & set(SNAPSHOTS.values())):
+        for name in list(batch.keys() & SNAPSHOT_OF.keys()):
+            replaced.update(SNAPSHOT_OF[name])
+        for name in replaced:
             self._series[name] = {}
         for name, series in batch.items():
             self._series.setdefault(name, {}).update(series)
@@ -223,8 +229,7 @@ class PrometheusSerializer:
             if not series:
                 continue
             if spec.name == LATENCY_BUCKET.name:
-                out += histogram.render(series.values(), self._series.get(LATENCY.name, {})
-                                        .values(), self._label)  # fmt: skip
+                out += histogram.render(series.values(), self._label)
             for fam in FAMILIES[spec.name]:
                 if (spec.name, fam.field) in histogram.FIELDS:
                     continue

@@ -1,5 +1,5 @@
 """The latency histogram in Prometheus's own form: diskprobe_latency_bucket's points (`total`:
-requests up to `le` since start) and diskprobe_latency's `sum_sec` become one histogram family,
+requests up to `le` since start, and `sum_sec` on the +Inf point) become one histogram family,
 
   # TYPE diskprobe_latency_seconds histogram
   diskprobe_latency_seconds_bucket{device="nvme0n1",op="read",le="0.0005"} 812
@@ -18,16 +18,15 @@ import math
 from typing import Callable, Iterable, Protocol
 
 from diskprobe.metric import Metric
-from diskprobe.schema.latency import LATENCY, LATENCY_BUCKET
+from diskprobe.schema.latency import LATENCY_BUCKET
 from diskprobe.schema.types import FieldSpec
 
 NAME = "diskprobe_latency_seconds"
 HEAD = (f"# HELP {NAME} Block request latency from its start to its completion (diskprobe "
-        f"latency, cumulative since start; {LATENCY_BUCKET.name} total, {LATENCY.name} "
-        f"sum_sec)\n# TYPE {NAME} histogram")  # fmt: skip
+        f"latency, cumulative since start; {LATENCY_BUCKET.name} total and sum_sec)\n"
+        f"# TYPE {NAME} histogram")  # fmt: skip
 # In the histogram, not as families of their own.
-FIELDS = frozenset({(LATENCY_BUCKET.name, "count"), (LATENCY_BUCKET.name, "total"),
-                    (LATENCY.name, "sum_sec")})  # fmt: skip
+FIELDS = frozenset((LATENCY_BUCKET.name, field) for field in ("count", "total", "sum_sec"))
 
 
 class Series(Protocol):
@@ -48,10 +47,11 @@ def _bound(le: str) -> float:
 Label = Callable[[str, str], str]  # (name, value) -> name="escaped value"
 
 
-def render(buckets: Iterable[Series], latency: Iterable[Series], label: Label) -> list[str]:
+def render(buckets: Iterable[Series], label: Label) -> list[str]:
     """The family's lines, or [] without a bucket point."""
     groups: dict[tuple[str, str], dict[str, int]] = {}
     labels: dict[tuple[str, str], str] = {}
+    sums: dict[tuple[str, str], object] = {}
     for item in buckets:
         tags, total = item.metric.tags, item.metric.fields.get("total")
         if not isinstance(total, int) or "le" not in tags:
@@ -60,8 +60,8 @@ def render(buckets: Iterable[Series], latency: Iterable[Series], label: Label) -
         groups.setdefault(key, {})[tags["le"]] = total
         labels[key] = ",".join(part for part in item.labels.split(",")
                                if not part.startswith("le="))  # fmt: skip
-    sums = {(s.metric.tags.get("device", ""), s.metric.tags.get("op", "")): s.metric.fields
-            .get("sum_sec") for s in latency}  # fmt: skip
+        if tags["le"] == "+Inf":
+            sums[key] = item.metric.fields.get("sum_sec")
     bounds = sorted({le for group in groups.values() for le in group}, key=_bound)
     lines: list[str] = []
     for key, group in sorted(groups.items()):
@@ -84,7 +84,7 @@ def _series(labels: str, group: dict[str, int], bounds: list[str], summed: objec
 def table_row(measurement: str, field: FieldSpec) -> str:
     """telegraf/prometheus.md's row of a field the histogram carries."""
     names = {"total": (f"`{NAME}_bucket` (`le`), `{NAME}_count` (+Inf)", "counter"),
-             "sum_sec": (f"`{NAME}_sum`", "counter"),
+             "sum_sec": (f"`{NAME}_sum` (from the +Inf point)", "counter"),
              "count": ("none: the interval's count, for InfluxDB's heatmap", "")}  # fmt: skip
     name, kind = names[field.name]
     return (f"| `{measurement}` | `{field.name}` | {field.unit} | {name} | histogram "
