@@ -1,6 +1,7 @@
 """The promtool test files of dashboards/prometheus/tests/, rendered for each name flavor of
-the shipped rules from the scenarios in tests/prometheus_rules_cases.py (alerts) and here
-(recording rules, growth over a day).
+the shipped rules from the scenarios in tests/prometheus_rules_cases.py (alerts),
+tests/prometheus_rules_latency.py (block latency) and here (recording rules, growth over a
+day).
 
     .venv/bin/python tests/prometheus_rules_files.py   # rewrite the test files
 """
@@ -205,6 +206,8 @@ def growth_test(flavor: Flavor) -> dict[str, Any]:
 
 
 def write_all() -> dict[Path, str]:
+    from prometheus_rules_latency import latency_test  # it uses this module's helpers
+
     files = {}
     for flavor in FLAVORS:
         suffix = FILE_SUFFIX[flavor.key]
@@ -214,6 +217,8 @@ def write_all() -> dict[Path, str]:
             recording_tests(flavor), sort_keys=False, width=200)
         files[TESTS / f"alerts{suffix}.yaml"] = HEADER + yaml.safe_dump(
             alert_tests(flavor), sort_keys=False, width=200)
+        files[TESTS / f"latency{suffix}.yaml"] = HEADER + yaml.safe_dump(
+            latency_test(flavor), sort_keys=False, width=200)
     return files
 
 

@@ -7,7 +7,7 @@ healthy one, a fail-slow NVMe and one whose fail-slow cleared at 12:00. Drive MO
 on h1 until 12:00 and on h2 from 12:30 (one power-on hour later). h3 is decommissioned at
 12:00 with a failing drive S-DEAD. h2 lives all day. h1 runs three training jobs: resnet50
 disk-bound all day, llama-pt disk-bound until 12:00 and compute-bound after, bert-ft
-compute-bound.
+compute-bound; and its devices' block latency (LATENCY).
 """
 
 from __future__ import annotations
@@ -86,7 +86,33 @@ def job_points(start: int) -> Iterator[Metric]:
                          {"bottleneck": verdict, "bottleneck_code": CODES[verdict]}, _ns(at))
 
 
+# h1's block latency (diskprobe_latency, every 10 s): (device, op, and from-to seconds of the
+# day with (requests, p99 ms), later spans winning; no span: idle, no point). sda's reads stay
+# at 300 ms (fires all day), sdb's too on 50 requests (never), nvme0n1's writes are at 400 ms
+# for 10 minutes only (never), sdc's reads until noon (fires at 06:00, not at 18:00), and
+# nvme1n1 flushes from 17:54 only (not yet at 18:00).
+LATENCY = (
+    ("sda", "read", ((0, DAY, 500, 300.0),)),
+    ("sdb", "read", ((0, DAY, 50, 600.0),)),
+    ("nvme0n1", "write", ((0, DAY, 1000, 1.0), (6 * HOUR - 480, 6 * HOUR + 120, 1000, 400.0))),
+    ("sdc", "read", ((0, NOON, 500, 300.0), (NOON + 10, DAY, 20, 2.0))),
+    ("nvme1n1", "flush", ((18 * HOUR - 360, DAY, 200, 900.0),)),
+)
+
+
+def latency_points(start: int) -> Iterator[Metric]:
+    for at in range(start, start + DAY + 1, IO_EVERY):
+        for device, op, spans in LATENCY:
+            now = [(n, p99) for begin, end, n, p99 in spans if begin <= at - start <= end]
+            if now:
+                requests, p99 = now[-1]
+                yield Metric("diskprobe_latency", {"host": "h1", "device": device, "op": op},
+                             {"requests": requests, "p99_ms": p99, "p50_ms": p99 / 100},
+                             _ns(at))
+
+
 def fleet_day(start: int) -> Iterator[Metric]:
     yield from smart_points(start)
     yield from io_points(start)
     yield from job_points(start)
+    yield from latency_points(start)

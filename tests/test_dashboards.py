@@ -45,11 +45,13 @@ from dashboard_eval import (
     write_rows,
 )
 from dashboard_jobs import synthetic_jobs
+from dashboard_latency import synthetic_latency
 from diskprobe.schema import MEASUREMENTS
 from diskprobe.smart.afr import load_afr_table
 from diskprobe.smart.verdict import GROWTH_COUNTERS, VerdictRules
 from test_dashboards_failslow import fail_slow_firing
 from test_dashboards_jobs import job_disk_bound_firing
+from test_dashboards_latency import latency_p99_firing
 from test_dashboards_training import disk_bound_firing
 
 from influxdb_server import InfluxServer
@@ -72,8 +74,8 @@ TICKS = sorted((DASHBOARDS / "alerts" / "kapacitor").glob("*.tick"))
 ALERTS_YAML = DASHBOARDS / "alerts" / "grafana-alerts.yaml"
 GRAFANA_UNITS = {"Bps", "iops", "ms", "percent", "s", "bytes", "celsius", "none", "h", "m", "µs",
                  "d", "dateTimeAsIso"}
-PANEL_TYPES = {"timeseries", "table", "state-timeline"}
-CHRONOGRAF_CELL_TYPES = {"line", "table", "line-stepplot"}
+PANEL_TYPES = {"timeseries", "table", "state-timeline", "heatmap"}
+CHRONOGRAF_CELL_TYPES = {"line", "table", "line-stepplot", "bar"}
 TEST_DB_PLACEHOLDER = '"telegraf"."autogen".'
 
 
@@ -182,7 +184,8 @@ def test_queries_name_only_schema_measurements_fields_and_tags() -> None:
     used = {m for _, q in queries for m in re.findall(r'FROM (?:"[^"]+"\.)*"([^"]+)"', q)}
     core = {"diskprobe_io", "diskprobe_fs", "diskprobe_smart", "diskprobe_agent", "nvidia_smi",
             "diskprobe_pressure", "diskprobe_process_io", "diskprobe_cgroup_io",
-            "diskprobe_training", "diskprobe_job"}
+            "diskprobe_training", "diskprobe_job", "diskprobe_latency", "diskprobe_latency_bucket",
+            "diskprobe_process_latency", "diskprobe_cgroup_latency"}
     assert used >= core
 
 
@@ -270,12 +273,15 @@ def test_chronograf_dashboard_has_the_export_format(path: Path) -> None:
             assert query["type"] == "influxql"
             text = query["query"]
             # A cell with a range of its own (Panel.time_from: the tables of last reads, a
-            # day; the jobs' table and count) reads it, the rest the board's.
+            # day; the jobs' table and count; the latency bars' minute) reads it, the rest
+            # the board's.
             assert ("time > :dashboardTime: AND time < :upperDashboardTime:" in text
-                    or re.search(r"WHERE time > now\(\) - \d+[hd] AND", text))
+                    or re.search(r"WHERE time > now\(\) - \d+[mhd] AND", text))
             assert '"host" = :host:' in text
             assert query["queryConfig"]["rawText"] == text
-            if cell["type"] != "table":
+            if cell["type"] == "bar":  # one group of bars per interval of its own range
+                assert re.search(r"GROUP BY time\(\d+s\)", text)
+            elif cell["type"] != "table":
                 assert "GROUP BY time(:interval:)" in text
 
 
@@ -317,7 +323,8 @@ def test_every_alert_rule_has_severity_summary_and_runbook() -> None:
 @pytest.fixture(scope="module")
 def rows(tmp_path_factory: pytest.TempPathFactory) -> list[Row]:
     real = data.run_diskprobe_once(tmp_path_factory.mktemp("diskprobe"))
-    return [*data.dataset(real), *synthetic_jobs()]  # the agent's jobs: dashboard_jobs.py
+    # the agent's jobs: dashboard_jobs.py; block latency: dashboard_latency.py
+    return [*data.dataset(real), *synthetic_jobs(), *synthetic_latency()]
 
 
 def _loaded(influx_db: tuple[InfluxServer, str], rows: list[Row]) -> tuple[InfluxServer, str]:
@@ -552,6 +559,7 @@ def expected_firing(rows: list[Row]) -> dict[str, dict[Labels, str]]:
         "diskprobe-fail-slow": fail_slow_firing(rows),
         "diskprobe-training-disk-bound": disk_bound_firing(rows),
         "diskprobe-job-disk-bound": job_disk_bound_firing(rows),
+        **latency_p99_firing(rows),
         **drive_risk_firing(rows),
     }
 

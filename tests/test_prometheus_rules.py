@@ -9,8 +9,9 @@ promtool and run on a real VictoriaMetrics through vmalert.
 - the two-store setup: a day of back-filled line protocol in a raw VictoriaMetrics, vmalert
   replay into a long-term one: the recorded series hold the right values, and the ALERTS
   series name exactly the failing and fail-slow drives (not a moved drive's old host, a
-  decommissioned host or a cleared fail-slow) and the disk-bound training jobs (not a
-  compute-bound one, nor one whose disk-bound spell ended at noon).
+  decommissioned host or a cleared fail-slow), the disk-bound training jobs (not a
+  compute-bound one, nor one whose disk-bound spell ended at noon) and the devices whose
+  latency p99 stayed high while busy (not on 50 requests, not for 10 minutes only).
 """
 
 from __future__ import annotations
@@ -71,7 +72,7 @@ def test_promtool_check_rules() -> None:
 
 def test_promtool_test_rules() -> None:
     tests = sorted(p.name for p in TESTS.glob("*.yaml"))
-    assert len(tests) == 6
+    assert len(tests) == 8  # alerts, growth, recording, latency: per name flavor
     out = promtool("test", "rules", *tests, cwd=TESTS)
     assert out.count("SUCCESS") == len(tests)
 
@@ -100,7 +101,9 @@ def every_field(at: int) -> list[Metric]:
     def value(kind: str) -> FieldValue:
         return values[kind]
 
-    return [Metric(spec.name, {"host": "h", "device": "sda", "serial": "S", "path": "/"},
+    # `le` and `op`: the latency histogram's series (diskprobe_latency_seconds_count)
+    return [Metric(spec.name, {"host": "h", "device": "sda", "serial": "S", "path": "/",
+                               "op": "read", "le": "+Inf"},
                    {f.name: value(f.type) for f in spec.fields}, at)
             for spec in MEASUREMENTS]
 
@@ -214,7 +217,7 @@ def two_stores(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Store
     raw.start()
     long_term.start()
     raw.write(fleet_day(start))
-    raw.settled('{__name__=~"diskprobe_(smart|agent|job)_.*"}')
+    raw.settled('{__name__=~"diskprobe_(smart|agent|job|latency)_.*"}')
     rules = [RULES / "diskprobe-alerts-influx.yaml", RULES / "diskprobe-recording-influx.yaml"]
     replay(rules, raw, long_term, start, start + DAY, tmp_path / "vmalert.log")
     yield raw, long_term, start
@@ -223,10 +226,12 @@ def two_stores(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Store
 
 
 def _firing(store: Store, at: int) -> set[tuple[str, ...]]:
-    """(alert, host, the drive's serial or the training job's job/rank) of the firing alerts."""
+    """(alert, host, the drive's serial, the training job's job/rank or the latency alert's
+    device/op) of the firing alerts."""
     rows = store.query('count_over_time(ALERTS{alertstate="firing"}[10m])', at)
     return {(r["metric"]["alertname"], r["metric"]["host"], r["metric"].get("serial", "")
-             or "/".join(r["metric"][label] for label in ("job", "rank") if "rank" in r["metric"]))
+             or "/".join(r["metric"][label] for label in ("job", "rank") if "rank" in r["metric"])
+             or "/".join(r["metric"][label] for label in ("device", "op") if "op" in r["metric"]))
             for r in rows}
 
 
@@ -239,6 +244,9 @@ def test_vmalert_fires_for_exactly_the_failing_and_fail_slow_drives(
         ("DiskprobeVerdict", "h3", "S-DEAD"), ("DiskprobeFailSlow", "h1", "N-SLOW"),
         ("DiskprobeFailSlow", "h1", "N-CLEARED"), ("DiskprobeJobDiskBound", "h1", "resnet50/0"),
         ("DiskprobeJobDiskBound", "h1", "llama-pt/0"),
+        # block latency: not sdb (50 requests), nor nvme0n1's 10 minutes (05:52 to 06:02)
+        ("DiskprobeLatencyP99Read", "h1", "sda/read"),
+        ("DiskprobeLatencyP99Read", "h1", "sdc/read"),
     }
     # h3 silent since noon: "diskprobe silent" for an hour, then it drops out
     assert ("DiskprobeAgentSilent", "h3", "") in _firing(long_term, NOON + start + 30 * 60)
@@ -246,6 +254,8 @@ def test_vmalert_fires_for_exactly_the_failing_and_fail_slow_drives(
         ("DiskprobeVerdict", "h1", "S-FAIL"), ("DiskprobeVerdict", "h2", "MOVED"),
         ("DiskprobeReallocatedGrowth", "h1", "S-FAIL"), ("DiskprobeFailSlow", "h1", "N-SLOW"),
         ("DiskprobeJobDiskBound", "h1", "resnet50/0"),  # not llama-pt, compute since noon
+        # not sdc (quiet since noon), nor nvme1n1's flushes (since 17:54 only)
+        ("DiskprobeLatencyP99Read", "h1", "sda/read"),
     }
 
 

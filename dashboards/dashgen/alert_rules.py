@@ -9,6 +9,7 @@ Grafana's pending period, which only rides out a single bad evaluation.
 from __future__ import annotations
 
 from dashgen.alerts_fs import fs_alerts
+from dashgen.alerts_latency import latency_alerts
 from dashgen.alerts_risk import risk_alerts
 from dashgen.alerts_training import training_alerts
 from dashgen.build import agg, tags
@@ -232,5 +233,5 @@ def _agent() -> list[Alert]:
 
 
 def alerts() -> list[Alert]:
-    return [*_smart(), *risk_alerts(), *fs_alerts(), *_io(), fail_slow_alert(), *training_alerts(),
-            *_agent()]
+    return [*_smart(), *risk_alerts(), *fs_alerts(), *_io(), *latency_alerts(), fail_slow_alert(),
+            *training_alerts(), *_agent()]

@@ -4,6 +4,7 @@ load, and the containers and processes behind it (processes.py)."""
 from __future__ import annotations
 
 from dashgen.boards_jobs import host_job_panels
+from dashgen.boards_latency import cgroup_table, heatmap, percentiles, process_table
 from dashgen.boards_training import host_jobs_panel
 from dashgen.build import agg, series, tags
 from dashgen.failslow import device_table, slowdown_panel
@@ -181,14 +182,18 @@ def io() -> Dashboard:
         title="diskprobe: I/O",
         description=(
             f"iostat -x per device from {IO.name}; devices slower than their peers "
-            "(fail-slow); GPU starvation and I/O pressure at a glance; the containers and "
-            "processes behind the load, and the processes waiting on it."
+            "(fail-slow); each request's latency ([latency]); GPU starvation and I/O "
+            "pressure at a glance; the containers and processes behind the load, and the "
+            "processes and containers waiting on it."
         ),
         variables=(Variable("host", IO.name, offers_all=False),
                    Variable("device", IO.name, ("host",))),
-        panels=(*_iostat(), slowdown_panel(), device_table(), _gpu_vs_disk(),
-                host_jobs_panel(), *host_job_panels(), _pressure_vs_disk(), _stall(),
-                _container_io(), _container_pressure(), top_processes(), who_waits()),
+        # The latency tables sit right of the process tables: "Who waits on disk" (delay
+        # accounting) beside the processes by their requests' latency (boards_latency.py).
+        panels=(*_iostat(), heatmap(), percentiles(), slowdown_panel(), device_table(),
+                _gpu_vs_disk(), host_jobs_panel(), *host_job_panels(), _pressure_vs_disk(),
+                _stall(), _container_io(), _container_pressure(), top_processes(),
+                cgroup_table(), who_waits(), process_table()),
         time_from="now-3h",
         refresh="30s",
     )

@@ -17,7 +17,8 @@ from dashgen.query import Flavor, render
 from dashgen.refs import chronograf_axis
 
 CHRONOGRAF_VERSION = "1.10.0"
-CELL_TYPES = {"timeseries": "line", "table": "table", "state-timeline": "line-stepplot"}
+CELL_TYPES = {"timeseries": "line", "table": "table", "state-timeline": "line-stepplot",
+              "bar": "bar"}  # a Grafana heatmap has bar cells in Chronograf (no heatmap)
 NAMESPACE = uuid.UUID("6f1c2c3e-3a5b-4c8e-9d2a-64697370726f")  # fixed: ids stay stable
 
 Json = dict[str, Any]

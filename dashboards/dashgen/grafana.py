@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from dashgen.grafana_fields import defaults, overrides
+from dashgen.grafana_fields import defaults, heatmap_options, overrides
 from dashgen.model import Dashboard, Panel, Target, Variable
 from dashgen.query import grafana as grafana_flavor
 from dashgen.query import render
@@ -188,6 +188,8 @@ def _options(panel: Panel) -> Json:
         sort = [{"displayName": titles[name], "desc": panel.sort_desc if i == 0 else then}
                 for i, name in enumerate((panel.sort_by, *panel.then_by)) if panel.sort_by]
         return {"showHeader": True, "cellHeight": "sm", "sortBy": sort}
+    if panel.kind == "heatmap":
+        return heatmap_options(panel)
     legend = {"displayMode": "table", "placement": "bottom", "showLegend": True,
               "calcs": ["mean", "max", "lastNotNull"]}
     if panel.kind == "state-timeline":

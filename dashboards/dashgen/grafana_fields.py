@@ -40,6 +40,9 @@ def defaults(panel: Panel) -> Json:
     if panel.states and panel.kind != "table":  # tables: on their columns (Column.states)
         defaults["mappings"] = state_mappings(panel.states)
         defaults["color"] = {"mode": "thresholds"}  # the mappings' colours, not a palette
+    if panel.kind == "heatmap":
+        defaults["custom"] = {"scaleDistribution": {"type": "linear"},
+                              "hideFrom": {"legend": False, "tooltip": False, "viz": False}}
     if panel.kind == "timeseries":
         defaults["custom"] = {"drawStyle": "line", "lineWidth": 1, "fillOpacity": 0,
                               "showPoints": "never", "spanNulls": False}
@@ -106,3 +109,22 @@ def _steps(steps: tuple[tuple[float, str], ...]) -> list[Json]:
     ]
 
 
+def heatmap_options(panel: Panel) -> Json:
+    """Grafana 9.1+'s heatmap of one series per bucket, each named by its upper bound (the
+    query's alias, `$tag_le`): no calculation, rows laid out as upper bounds ("le"); Grafana
+    sorts the series by the number their name parses as ("+Inf" last)."""
+    return {
+        "calculate": False,
+        "rowsFrame": {"layout": "le"},
+        "yAxis": {"axisPlacement": "left", "unit": grafana_unit(panel.rows_unit),
+                  "reverse": False},
+        "cellValues": {"unit": grafana_unit(panel.unit)},
+        "cellGap": 1,
+        "filterValues": {"le": 1e-9},  # empty cells stay transparent
+        "color": {"mode": "scheme", "scheme": "Oranges", "fill": "dark-orange",
+                  "scale": "exponential", "exponent": 0.5, "steps": 64, "reverse": False},
+        "showValue": "never",
+        "tooltip": {"show": True, "yHistogram": True},
+        "legend": {"show": True},
+        "exemplars": {"color": "rgba(255,0,255,0.7)"},
+    }

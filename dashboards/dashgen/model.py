@@ -35,7 +35,9 @@ class Column:
 class Panel:
     title: str
     description: str
-    kind: str  # "timeseries", "table" or "state-timeline"
+    # "timeseries", "table", "state-timeline", "heatmap" (Grafana: a series per bucket, named
+    # by its upper bound); "bar" in Chronograf cells only (it has no heatmap).
+    kind: str
     targets: tuple[Target, ...]
     width: int = 12  # of Grafana's 24 columns (Chronograf: half that)
     height: int = 8
@@ -61,6 +63,8 @@ class Panel:
     # Chronograf's `now() - 1d`. The "now" tables read a day, not the board's week: the last
     # read is at most [smart] interval old, and a week of every drive's reads is 7x the points.
     time_from: str = ""
+    # Heatmaps: the unit of the buckets' bounds (the y axis), e.g. "s" for `le`.
+    rows_unit: str = ""
 
     @property
     def unit(self) -> str:

@@ -45,7 +45,15 @@ class Flavor:
     def over(self, fn: str, measurement: str, field: str, window: str, match: str = "",
              offset: str = "") -> str:  # fmt: skip
         """fn(series[window]) in the schema's unit."""
-        text = self.raw(fn, measurement, field, window, match, offset)
+        return self.scaled(self.raw(fn, measurement, field, window, match, offset),
+                           measurement, field)
+
+    def instant(self, measurement: str, field: str, match: str = "") -> str:
+        """The series itself, an instant vector, in the schema's unit."""
+        return self.scaled(f"{self.metric(measurement, field)}{match}", measurement, field)
+
+    def scaled(self, text: str, measurement: str, field: str) -> str:
+        """`text`, in the flavor's unit of `field`, brought to the schema's."""
         if self.key == "influx":
             return text
         spec = SPECS[measurement]

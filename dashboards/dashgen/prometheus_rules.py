@@ -25,6 +25,7 @@ import re
 from typing import Any, Callable
 
 from dashgen.alert_rules import alerts
+from dashgen.alerts_latency import P99_LIMIT_MS, promql_value
 from dashgen.alerts_risk import growth_alert_uid
 from dashgen.model import Alert, Level
 from dashgen.prom_flavor import FILE_SUFFIX, FLAVORS, Flavor
@@ -116,6 +117,10 @@ def _job_disk_bound(fl: Flavor) -> str:
     return gated(fl, f"{disk} / {minutes} >= 0.5 and on({by}) {points} >= {MIN_POINTS}")
 
 
+def _latency(op: str) -> Callable[[Flavor], str]:
+    return lambda fl: gated(fl, promql_value(fl, op))
+
+
 def _value_builders() -> dict[str, Callable[[Flavor], str]]:
     from dashgen.alert_rules import NVME_DEVICES, OTHER_DISKS
 
@@ -140,6 +145,8 @@ def _value_builders() -> dict[str, Callable[[Flavor], str]]:
         "diskprobe-agent-silent": _silent,
         "diskprobe-job-disk-bound": _job_disk_bound,
     }
+    for op in P99_LIMIT_MS:  # one alert per operation (alerts_latency.py)
+        builders[f"diskprobe-latency-p99-{op}"] = _latency(op)
     for field in growth_fields():  # one alert per counter, as alerts_risk.py
         builders[growth_alert_uid(field.name.removesuffix("_per_day"))] = _smart_last(field.name)
     return builders

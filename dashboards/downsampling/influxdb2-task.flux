@@ -164,12 +164,12 @@ read(measurement: "diskprobe_training", back: 2h, unit: 1h)
 // diskprobe_agent_1h: diskprobe_agent, 1h windows
 
 read(measurement: "diskprobe_agent", back: 2h, unit: 1h)
-    |> filter(fn: (r) => contains(value: r._field, set: ["duration_ms", "errors", "items", "exec_calls", "exec_failures", "reads_skipped", "jobs_over_cap", "spooled_points"]))
+    |> filter(fn: (r) => contains(value: r._field, set: ["duration_ms", "errors", "items", "exec_calls", "exec_failures", "reads_skipped", "jobs_over_cap", "latency_restarts", "latency_dropped", "latency_unmatched", "spooled_points"]))
     |> aggregateWindow(every: 1h, fn: mean, createEmpty: false, timeSrc: "_start")
     |> to(bucket: long)
 
 read(measurement: "diskprobe_agent", back: 2h, unit: 1h)
-    |> filter(fn: (r) => contains(value: r._field, set: ["duration_ms", "errors", "items", "exec_calls", "exec_failures", "reads_skipped", "jobs_over_cap", "spooled_points"]))
+    |> filter(fn: (r) => contains(value: r._field, set: ["duration_ms", "errors", "items", "exec_calls", "exec_failures", "reads_skipped", "jobs_over_cap", "latency_restarts", "latency_dropped", "latency_unmatched", "spooled_points"]))
     |> aggregateWindow(every: 1h, fn: max, createEmpty: false, timeSrc: "_start")
     |> map(fn: (r) => ({r with _field: r._field + "_max"}))
     |> to(bucket: long)
