@@ -1,8 +1,9 @@
 """The promtool test of "Device latency p99 high" (dashboards/prometheus/tests/latency*.yaml,
 written by tests/prometheus_rules_files.py): 90 minutes of diskprobe_latency on host h1, one
-sample a minute, in each name flavor as that path shows an idle device. diskprobe's own
-Prometheus format keeps a device's last gauges while it is idle (its histogram's count stops
-growing); VictoriaMetrics fed line protocol gets no point then.
+sample a minute, in each name flavor. An idle device: VictoriaMetrics fed line protocol gets
+no point, and neither does diskprobe's own Prometheus format (it drops the gauges at the next
+run), but a textfile node_exporter still serves after diskprobe stopped repeats the last
+gauges while the histogram's count stops growing: sde below is that textfile.
 
 - sda reads: 500 a minute with a p99 of 300 ms all along: fires (limit 100 ms);
 - sdb reads at 600 ms but 50 requests: never;
@@ -10,7 +11,7 @@ growing); VictoriaMetrics fed line protocol gets no point then.
 - sdc flushes: none, then 200 at 900 ms from minute 55: not at 60 (busy 6 minutes), at 90;
 - sdd reads at 300 ms until minute 40, then 20 fast ones: at 20, not at 60;
 - sde reads at 300 ms until minute 40, then idle: at 20, not at 60 (in the Prometheus format
-  its gauges still say 500 requests at 300 ms: the histogram's count stopped growing);
+  a stale textfile: its gauges still say 500 requests at 300 ms, its count stopped growing);
 - nvme1n1 reads at 2 ms: never.
 """
 
@@ -58,7 +59,7 @@ def per_minute(runs: tuple[Run, ...]) -> list[Optional[tuple[int, float]]]:
 
 def _as_exposed(flavor: Flavor, minutes: list[Optional[tuple[int, float]]]
                 ) -> list[Optional[tuple[int, float]]]:  # fmt: skip
-    """The Prometheus format repeats an idle device's last gauges; line protocol has none."""
+    """A stale textfile repeats an idle device's last gauges; line protocol has none."""
     if flavor.key == "influx":
         return minutes
     shown, last = [], None

@@ -13,8 +13,10 @@ InfluxQL, in three steps (the window holds the whole condition, as every alert h
 minutes, their lowest median and their count, the devices with enough minutes. Like the other
 TICKscripts on a subquery they meet Kapacitor's known limit (influxdata/kapacitor#1198,
 dashboards/README.md); the Grafana rules do not. PromQL samples the same minutes through a
-1m subquery; diskprobe's own Prometheus format keeps a device's last gauges while it is idle,
-so there a minute counts only while the histogram's count grew in the last 2 minutes.
+1m subquery; in diskprobe's own Prometheus format a minute counts only while the histogram's
+count grew in the last 2 minutes: the format drops an idle device's gauges at the collector's
+next run, but a textfile node_exporter still serves after diskprobe stopped repeats the last
+busy, high p99.
 """
 
 from __future__ import annotations
