@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import datetime
+import http.client
 import ipaddress
 import os
 import secrets
@@ -27,7 +28,7 @@ from diskprobe.outputs import http_auth
 from diskprobe.outputs.http_auth import DECOY, BasicAuth, bcrypt_problem, crypt, verify
 from diskprobe.outputs.http_tls import server_context
 
-from ci import skip_or_fail
+from ci import HANG_GUARD_SEC, guarded, skip_or_fail
 
 # One worker for the whole file under xdist: its module fixture is set up once (lanes.py).
 pytestmark = pytest.mark.xdist_group("test_http_auth_tls")
@@ -462,6 +463,42 @@ def test_a_web_config_file_to_a_handshake(pki: Pki, tmp_path: Path) -> None:
     assert tls is not None
     seen = handshake(server_context(tls), client_context(pki, (pki.client_cert, pki.client_key)))
     assert seen.get("read") == b"hello\n", seen
+
+
+def test_tls_connections_before_their_request_hold_no_slot_and_close_at_header_timeout(
+    pki: Pki, tmp_path: Path
+) -> None:
+    """Issue #37, item 2, over TLS: the handshake counts as before the request. With a single
+    client slot, a connection that never starts its handshake and one that finished it but
+    sends no request leave the slot to a scrape; both are closed at header_timeout (handshake
+    and headers together), not before (the clock read before they connect)."""
+    from diskprobe.outputs.http import HttpOutput
+
+    web = tmp_path / "web.yml"
+    web.write_text(f"tls_server_config:\n  cert_file: {pki.server_cert}\n"
+                   f"  key_file: {pki.server_key}\n")  # fmt: skip
+    timeout = 2.0
+    output = HttpOutput("127.0.0.1:0", max_clients=1, header_timeout=timeout,
+                        web_config_file=str(web))  # fmt: skip
+    output.write("up 1\n")
+    start = time.monotonic()
+    silent = socket.create_connection(output.address, timeout=HANG_GUARD_SEC)
+    raw = socket.create_connection(output.address, timeout=HANG_GUARD_SEC)
+    shaken = client_context(pki).wrap_socket(raw, server_hostname="127.0.0.1")
+    try:
+        scrape = http.client.HTTPSConnection(*output.address, timeout=HANG_GUARD_SEC,
+                                             context=client_context(pki))  # fmt: skip
+        scrape.request("GET", "/metrics")
+        response = guarded(scrape.getresponse, "a scrape beside them")
+        assert (response.status, response.read()) == (200, b"up 1\n")
+        scrape.close()
+        for sock in (silent, shaken):  # never closed: a socket timeout at the hang guard
+            assert sock.recv(100) == b"", "answered, not closed"
+        assert time.monotonic() - start >= timeout, "closed before header_timeout"
+    finally:
+        silent.close()
+        shaken.close()
+        output.close()
 
 
 @pytest.mark.parametrize(

@@ -275,61 +275,107 @@ def test_head_the_landing_page_404_and_405(serve: Serve, real_page: str) -> None
 # -- clients that hold on ----------------------------------------------------------------------
 
 
-def test_idle_clients_at_the_limit_block_neither_writes_nor_the_busy_answer(
+def test_requests_at_the_limit_block_neither_writes_nor_the_busy_answer(
     serve: Serve, real_page: str
 ) -> None:
-    """8 clients that connect and say nothing hold every slot, for an hour (NEVER): write()
-    and the 503 to one more client cannot be waiting for them, or they would not come."""
-    output = serve(client_timeout=NEVER)  # max_clients 8, the default
-    output.write(real_page)
-    holders = [socket.create_connection(output.address, timeout=HANG_GUARD_SEC) for _ in range(8)]
+    """8 requests whose answers are never read hold every slot, for an hour (NEVER): write()
+    and the 503 to one more request cannot be waiting for them, or they would not come."""
+    output = serve(client_timeout=NEVER, header_timeout=NEVER)  # max_clients 8, the default
+    output.write(big_page("x"))
+    holders: list[socket.socket] = []
     try:
-        wait_until(lambda: client_threads() == 8, "the 8 holders' threads")
-        page = big_page("x")
-        guarded(lambda: output.write(page), "write() waited for the clients")
-        # One more: told 503 at once (a connection that asks nothing gets the whole answer);
-        # an accepting loop that waited for a slot would leave it without one (a timeout).
-        with socket.create_connection(output.address, timeout=HANG_GUARD_SEC) as extra:
-            answer = http.client.HTTPResponse(extra)  # type: ignore[arg-type]
-            answer.begin()
-            assert (answer.status, answer.read()) == (503, b"too many scrapes at once\n")
-        # One more that sends its request: 503 or closed, not left waiting either.
-        with socket.create_connection(output.address, timeout=HANG_GUARD_SEC) as extra:
-            extra.sendall(b"GET /metrics HTTP/1.0\r\n\r\n")
-            received = drain(extra)  # a reset if the request came after the close
-            assert received == b"" or received.startswith(b"HTTP/1.0 503 "), received[:100]
-        assert client_threads() == 8, "a client over the limit got a thread"
-        # All along, the 8 held their slots: neither answered nor dropped.
-        assert all(silent_and_open(holder) for holder in holders)
+        for _ in range(8):  # each in the send of the page when it is returned
+            holders.append(stuck_client(output))
+        guarded(lambda: output.write(real_page), "write() waited for the clients")
+        # One more request: told 503 at once; one that waited for a slot would time out.
+        assert get(output)[::2] == (503, b"too many scrapes at once\n")
+        # One more that sends nothing: no slot to wait for, no answer either (yet).
+        with socket.create_connection(output.address, timeout=HANG_GUARD_SEC) as idle:
+            wait_until(lambda: client_threads() == 9, "the idle connection's thread")
+            assert get(output)[0] == 503 and silent_and_open(idle)
+        wait_until(lambda: client_threads() == 8, "the 503s' and the idle one's threads' end")
     finally:
         for holder in holders:
-            holder.close()
+            holder.close()  # with unread data: a reset, which ends their sends
     wait_until(lambda: client_threads() == 0, "the holders' threads, after they hung up")
-    assert get(output)[2] == page.encode()
+    assert get(output)[2] == real_page.encode()
 
 
-def test_an_idle_client_is_dropped_at_client_timeout_not_before(serve: Serve) -> None:
-    output = serve(client_timeout=TIMEOUT)
+def test_connections_without_a_request_hold_no_slot(serve: Serve, real_page: str) -> None:
+    """Issue #37, item 2: a slot was taken at connect time, so 8 sockets that never sent a
+    byte answered every scrape 503. 50 connections that send nothing, or half a request, kept
+    open for an hour (header_timeout NEVER), and every scrape still gets the page: one that
+    waited for them would wait for ever."""
+    output = serve(header_timeout=NEVER)
+    output.write(real_page)
+    idle = [socket.create_connection(output.address, timeout=HANG_GUARD_SEC) for _ in range(50)]
+    try:
+        for sock in idle[::2]:  # every other one: a request line and a header, no end
+            sock.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n")
+        wait_until(lambda: client_threads() == 50, "the idle connections' threads")
+        for _ in range(5):
+            assert guarded(lambda: get(output), "a scrape")[::2] == (200, real_page.encode())
+        assert all(silent_and_open(sock) for sock in idle), "an idle connection was closed"
+    finally:
+        for sock in idle:
+            sock.close()
+    wait_until(lambda: client_threads() == 0, "the idle connections' threads, after hang-up")
+
+
+def test_at_max_connections_the_oldest_without_a_request_is_closed(serve: Serve) -> None:
+    """At max_connections, a new connection closes the oldest that has sent no request:
+    never one being answered (the oldest of all here, a client that never reads), never the
+    new one. With every open connection a request, the new one gets 503 and is closed."""
+    output = serve(max_connections=10, client_timeout=NEVER, header_timeout=NEVER)
+    output.write(big_page("x"))
+    stuck = stuck_client(output)
+    idle: list[socket.socket] = []
+    try:
+        for count in range(2, 11):  # one at a time: accepted in this order
+            idle.append(socket.create_connection(output.address, timeout=HANG_GUARD_SEC))
+            wait_until(lambda n=count: client_threads() == n, "the idle connection's thread")
+        output.write("up 1\n")
+        assert get(output)[::2] == (200, b"up 1\n"), "the new connection was refused"
+        assert drain(idle[0]) == b"", "the oldest idle connection was answered"
+        assert all(silent_and_open(sock) for sock in idle[1:]), "a newer one was closed"
+        received = drain(stuck)  # the whole page: not cut off to make room
+        assert received.startswith(b"HTTP/1.0 200 ") and received.endswith(b"x\n")
+        assert len(received.partition(b"\r\n\r\n")[2]) == BIG // 1024 * 1024
+    finally:
+        for sock in [stuck, *idle]:
+            sock.close()
+    full = serve(max_clients=2, max_connections=2, client_timeout=NEVER, header_timeout=NEVER)
+    full.write(big_page("x"))
+    answering = [stuck_client(full), stuck_client(full)]
+    try:
+        assert raw(full, b"").startswith(b"HTTP/1.0 503 "), "nothing to close: refused"
+    finally:
+        for sock in answering:
+            sock.close()
+
+
+def test_an_idle_client_is_dropped_at_header_timeout_not_before(serve: Serve) -> None:
+    output = serve(header_timeout=TIMEOUT, client_timeout=NEVER)
     output.write("up 1\n")
     # Read before the connection exists: the server starts its clock for it later, so it
     # cannot drop it less than TIMEOUT after this, however slow the machine.
     start = time.monotonic()
     with socket.create_connection(output.address, timeout=HANG_GUARD_SEC) as idle:
         assert idle.recv(100) == b"", "dropped without an answer"  # never dropped: a timeout
-        assert time.monotonic() - start >= TIMEOUT, "dropped before client_timeout"
+        assert time.monotonic() - start >= TIMEOUT, "dropped before header_timeout"
     wait_until(lambda: client_threads() == 0, "the dropped client's thread")
 
 
-def test_a_request_sent_a_byte_at_a_time_gets_client_timeout_in_all(serve: Serve) -> None:
-    """client_timeout bounds the whole request, not each recv: a client trickling its request,
+def test_a_request_sent_a_byte_at_a_time_gets_header_timeout_in_all(serve: Serve) -> None:
+    """header_timeout bounds the whole request, not each recv: a client trickling its request,
     each byte well inside the timeout, is dropped while it still trickles. The trickle lasts
-    60 times client_timeout (at least: a slow machine only stretches the gaps), so only a
+    60 times header_timeout (at least: a slow machine only stretches the gaps), so only a
     server that restarted the clock at each byte lets it finish, and answers it."""
     timeout = 1.0
     gap = timeout / 20
     pad = b"a" * int(60 * timeout / gap)
     request = b"GET /metrics HTTP/1.0\r\nX-Pad: " + pad + b"\r\n\r\n"
-    output = serve(client_timeout=timeout)
+    output = serve(header_timeout=timeout, client_timeout=NEVER)
     output.write("up 1\n")
     sent = 0
     with socket.create_connection(output.address, timeout=HANG_GUARD_SEC) as slow:
@@ -437,9 +483,10 @@ def test_scrapes_during_writes_get_one_whole_page_each(serve: Serve) -> None:
 
 
 def test_close_returns_at_once_and_hangs_up_on_stuck_clients() -> None:
-    """With client_timeout an hour (NEVER), a close() that waited for its clients would not
-    return: the guard catches that, with no bound on how long a prompt close() takes."""
-    output = HttpOutput("127.0.0.1:0", client_timeout=NEVER)
+    """With client_timeout and header_timeout an hour (NEVER), a close() that waited for its
+    clients would not return: the guard catches that, with no bound on how long a prompt
+    close() takes."""
+    output = HttpOutput("127.0.0.1:0", client_timeout=NEVER, header_timeout=NEVER)
     output.write(big_page("x"))
     stuck = [stuck_client(output), socket.create_connection(output.address, HANG_GUARD_SEC)]
     try:

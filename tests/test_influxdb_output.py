@@ -22,6 +22,7 @@ import pytest
 from diskprobe.config import OutputConfig
 from diskprobe.log import Logger
 from diskprobe.outputs.influxdb import InfluxDBOutput
+from diskprobe.outputs.refusals import RefusalLog
 from diskprobe.outputs.spool import Spool, SpoolLocked
 from victoria_server import VictoriaMetrics
 
@@ -174,6 +175,53 @@ def test_a_batch_the_server_refuses_is_dropped_counted_and_does_not_block(tmp_pa
     output.write(batch("b").decode())
     assert output.send_once() and server.bodies == [batch("a"), batch("b")]
     assert TOKEN not in stream.getvalue() and "HTTP 400" in stream.getvalue()
+
+
+def test_refused_batches_are_one_error_line_per_10_minutes_then_one_info_line(
+    tmp_path: Path,
+) -> None:
+    """Issue #37, item 4: one E! for the first refused batch, with the server's message; then at
+    most one every 10 minutes (a clock of the test's own), with what was dropped since; one
+    I! when a batch is accepted again. Every refused batch keeps its D! line."""
+    now = [1000.0]
+    server = FakeServer()
+    output, stream = make_output(tmp_path, server)
+    output.refusals = RefusalLog(Logger(stream, debug=True), clock=lambda: now[0])
+
+    def refuse(count: int, seconds_apart: float) -> None:
+        for _ in range(count):
+            output.write("garbage,b=1 v=1i 1\ngarbage,b=2 v=1i 1\n")  # 2 points
+            assert output.send_once()
+            now[0] += seconds_apart
+
+    def lines(prefix: str) -> list[str]:
+        return [line for line in stream.getvalue().splitlines() if line.startswith(prefix)]
+
+    refuse(14, 1.0)  # 14 s at a 1 s interval
+    (first,) = lines("E! ")
+    assert first.startswith("E! output influxdb: server refused batch #1 (HTTP 400: ")
+    assert "unable to parse 'garbage'" in first and "one line every 10 minutes" in first
+    assert len([line for line in lines("D! ") if "server refused batch #" in line]) == 13
+    refuse(1, 585.0)
+    refuse(1, 1.0)  # 599 s after the first line
+    assert len(lines("E! ")) == 1
+    refuse(1, 1.0)  # 600 s after it
+    assert lines("E! ")[1] == (
+        "E! output influxdb: server still refusing batches: 16 batches (32 points) dropped "
+        "since the last line; the last: server refused batch #17 (HTTP 400: Refused: unable "
+        "to parse 'garbage' token=***); dropped"
+    )
+    assert lines("I! ") == []
+    output.write(batch("a").decode())
+    assert output.send_once() and server.bodies == [batch("a")]
+    assert lines("I! ") == [
+        "I! output influxdb: server accepts batches again; 17 batches refused (34 points "
+        "dropped, counted in dropped_points)"
+    ]
+    assert output.stats()["dropped_points"] == 34
+    refuse(1, 1.0)  # a new episode: its own first line at once
+    assert len(lines("E! ")) == 3 and "server refused batch #19 " in lines("E! ")[2]
+    output.close()
 
 
 def test_token_from_file_and_validation(tmp_path: Path) -> None:

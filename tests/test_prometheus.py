@@ -374,8 +374,7 @@ def test_latency_gauges_go_with_the_interval_and_the_histogram_stays() -> None:
     tags = {"device": "sda", "op": "read"}
     busy = [
         Metric("diskprobe_latency", tags, {"p99_ms": 40.0}, 1),
-        Metric("diskprobe_process_latency", {**tags, "process": "dd", "user": "root"},
-               {"wait_sec": 2.0}, 1),  # fmt: skip
+        Metric("diskprobe_process_latency", {**tags, "process": "dd"}, {"wait_sec": 2.0}, 1),
         Metric(LATENCY_BUCKET.name, {**tags, "le": "+Inf"}, {"total": 9, "sum_sec": 0.5}, 1),
         _agent("latency"),
     ]

@@ -12,9 +12,10 @@ Min and median over the rounds, in milliseconds:
   (tests/fake_smartctl) takes --slow-read seconds: the collect that starts the read cycle, and
   every collect until the points arrive;
 - a blocking collect (--once) with one hung smartctl: about --timeout, the kill of its group;
-- HttpOutput.write() of a 20 MiB page while 8 idle clients hold every slot, and while 3 clients
-  never read their answer; a scrape while those 3 are stuck; close() with a stuck client and an
-  idle one (client_timeout one hour: nothing may wait for it);
+- HttpOutput.write() of a 20 MiB page while 8 idle connections are open (a thread each, no
+  client slot), and while 3 clients never read their answer; a scrape while those 3 are
+  stuck; close() with a stuck client and an idle one (client_timeout one hour: nothing may
+  wait for it);
 - the bytes tracemalloc sees grow while the 3 stuck clients are served (a copy of the page per
   client would be 60 MiB).
 """

@@ -52,6 +52,7 @@ class LoopbackInflux:
 
     answer: Callable[[], Answer] = lambda: (204, {})
     requests: list[Request] = field(default_factory=list)
+    message: str = "no"  # what a refusal says (InfluxDB's JSON error body)
 
     def start(self) -> str:
         owner = self
@@ -64,7 +65,8 @@ class LoopbackInflux:
                 status, headers = owner.answer()
                 lines = [line for line in body.decode().splitlines() if line.strip()]
                 owner.requests.append(Request(time.time(), status, lines))
-                payload = b"" if status == 204 else b'{"code":"invalid","message":"no"}'
+                error = {"code": "invalid", "message": owner.message}
+                payload = b"" if status == 204 else json.dumps(error).encode()
                 self.send_response(status)
                 for name, value in headers.items():
                     self.send_header(name, value)
@@ -185,6 +187,42 @@ def test_refused_batches_are_all_reported(
     assert wait_for(lambda: len(server.batches()) >= 2, HANG_GUARD_SEC)
     probe.stop_by_eof()
     assert assert_every_loss_reported(server, probe, produced=6) > 0
+
+
+CONFLICT = ('partial write: field type conflict: input field "util_ratio" on measurement '
+            '"diskprobe_io" is type integer, already exists as type float dropped=1')  # fmt: skip
+
+
+@pytest.mark.slow
+def test_a_server_refusing_every_batch_is_one_error_line_then_one_info_line(
+    tmp_path: Path, fake_host: FakeHost, server: LoopbackInflux, reap: list[subprocess.Popen[bytes]]
+) -> None:
+    """Issue #37, item 4: a persistent field-type conflict (400 to every batch) was one E! line
+    per batch, for ever (9 in 10 s). 14 refused batches, as 14 s at a 1 s interval give: one
+    E! with the server's message, then one more at most every 10 minutes (RefusalLog's own
+    test, on a clock of its own, covers those), and one I! once a batch is accepted again."""
+    refusing = True
+    server.message = CONFLICT
+    server.answer = lambda: (400, {}) if refusing else (204, {})
+    probe = start_probe(tmp_path, fake_host, server.start(), reap, send_jitter='"0s"')
+    started = time.monotonic()
+    for number in range(1, 15):  # one at a time: every refusal is its own batch's
+        probe.gather()
+        assert wait_for(lambda n=number: probe.logged("server refused batch") >= n, HANG_GUARD_SEC)
+    errors = [line for line in list(probe.stderr) if line.startswith("E! ")]
+    # Only a run longer than 10 minutes (a hang, nearly) may have earned a second E! line.
+    assert 1 <= len(errors) <= 1 + (time.monotonic() - started) // 600, errors
+    assert errors[0].startswith("E! output influxdb: server refused batch #1 (HTTP 400: ")
+    assert CONFLICT.replace('"', '\\"') in errors[0], errors[0]  # as the JSON body says it
+    refusing = False
+    probe.gather()
+    assert wait_for(lambda: probe.logged("I! output influxdb: server accepts batches again"),
+                    HANG_GUARD_SEC), "".join(probe.stderr)  # fmt: skip
+    probe.stop_by_eof()
+    (back,) = [line for line in probe.stderr if "accepts batches again" in line]
+    assert "14 batches refused" in back, back
+    assert len([line for line in probe.stderr if line.startswith("E! ")]) == len(errors)
+    assert assert_every_loss_reported(server, probe, produced=15) > 0
 
 
 def batch_bytes(tmp_path: Path, host: FakeHost, reap: list[subprocess.Popen[bytes]]) -> int:

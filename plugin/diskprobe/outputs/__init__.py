@@ -1,9 +1,10 @@
 """Where serialized batches go, one module per [output] kind: stdout, textfile, influxdb, http
-(the /metrics server is http_server.py).
+(the /metrics server is http_server.py, its connections' bookkeeping http_conns.py).
 
-The InfluxDB output's helpers sit next to it (spool.py, ledger.py, retry.py): a flat package
-of small modules keeps every import one level deep, and the helpers know nothing of InfluxDB
-(a durable batch queue, its drop accounting, an HTTP Retry-After parser).
+The InfluxDB output's helpers sit next to it (spool.py, ledger.py, retry.py, refusals.py): a
+flat package of small modules keeps every import one level deep, and the helpers know nothing
+of InfluxDB (a durable batch queue, its drop accounting, an HTTP Retry-After parser, the
+rate-limited log of refused batches).
 """
 
 from __future__ import annotations

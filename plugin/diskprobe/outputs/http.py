@@ -2,7 +2,7 @@
 
 write() hands the server a new page (one reference swap: a scrape gets the old batch or the
 new one, whole) and never waits for a client; outputs/http_server.py serves the pages, with
-a bound on clients and on the time each may take.
+bounds on requests, on connections and on the time each may take (outputs/http_conns.py).
 """
 
 from __future__ import annotations
@@ -17,6 +17,13 @@ from diskprobe.config.web_config import load_web_config
 from diskprobe.log import Logger
 from diskprobe.outputs.base import OutputFailed
 from diskprobe.outputs.http_auth import BasicAuth, bcrypt_problem
+from diskprobe.outputs.http_conns import (
+    CLIENT_TIMEOUT,
+    HEADER_TIMEOUT,
+    MAX_CLIENTS,
+    MAX_CONNECTIONS,
+    Limits,
+)
 from diskprobe.outputs.http_page import Page
 from diskprobe.outputs.http_server import ScrapeServer, Security
 from diskprobe.outputs.http_tls import server_context
@@ -42,13 +49,9 @@ def security(web_config_file: str) -> Security:
     return Security(tls, BasicAuth(web.users) if web.users else None, web.headers)
 
 
-def bind(
-    host: str, port: int, log: Logger, max_clients: int, timeout: float, secure: Security
-) -> ScrapeServer:
+def bind(host: str, port: int, log: Logger, limits: Limits, secure: Security) -> ScrapeServer:
     """A server listening on (host, port) as parse_listen gives them; OSError if it cannot."""
-    server = functools.partial(
-        ScrapeServer, log=log, max_clients=max_clients, client_timeout=timeout, security=secure
-    )
+    server = functools.partial(ScrapeServer, log=log, limits=limits, security=secure)
     if host == "":
         try:  # every interface: one IPv6 socket takes IPv4 too, where there is IPv6
             return server(("::", port), socket.AF_INET6)
@@ -67,28 +70,32 @@ class HttpOutput:
     """Serves the last batch written at http(s)://LISTEN/metrics; OutputFailed if it cannot
     listen, or cannot serve what `web_config_file` (TLS, basic auth) asks for.
 
-    max_clients: connections served at once (one more gets 503); client_timeout: seconds a
-    client has to send its request (after its TLS handshake, given as long), and as many to
-    take the answer."""
+    max_clients: requests served at once, counted once their headers are in (one more gets
+    503); header_timeout: seconds a connection has from its accept to its last request header,
+    TLS handshake included (then it is closed); client_timeout: seconds a request has to take
+    its answer; max_connections: connections open at once (one more closes the oldest that
+    has sent no request yet)."""
 
     def __init__(
         self,
         listen: str,
         log: Logger | None = None,
         *,
-        max_clients: int = 8,
-        client_timeout: float = 10.0,
+        max_clients: int = MAX_CLIENTS,
+        client_timeout: float = CLIENT_TIMEOUT,
+        header_timeout: float = HEADER_TIMEOUT,
+        max_connections: int = MAX_CONNECTIONS,
         web_config_file: str = "",
     ) -> None:
-        if max_clients < 1 or not client_timeout > 0:
-            raise ValueError(f"http: max_clients ({max_clients}) and client_timeout "
-                             f"({client_timeout}) must be positive")  # fmt: skip
+        limits = Limits(max_clients, client_timeout, header_timeout, max_connections)
+        if limits.problem():
+            raise ValueError(f"http: {limits.problem()}")
         self.listen = listen
         logger = log if log is not None else Logger()
         secure = security(web_config_file)
         try:
             host, port = parse_listen(listen)
-            self._server = bind(host, port, logger, max_clients, client_timeout, secure)
+            self._server = bind(host, port, logger, limits, secure)
         except (OSError, ValueError) as error:  # in use, EACCES, no such address or name
             reason = (isinstance(error, OSError) and error.strerror) or str(error)
             raise OutputFailed(f"http: cannot listen on {listen}: {reason}") from None

@@ -1,12 +1,14 @@
 """The /metrics server of output kind "http" (outputs/http.py): pages, clients, their limits.
 
 A page is one batch: the server answers each scrape from the page it read first, so a scrape
-gets one whole batch and swapping in a new page never waits for a client. At most max_clients
-clients, one thread each (one more gets 503 from the accepting thread, which never waits on
-it); each has client_timeout to send its whole request and as long to take the whole answer,
-then is dropped. Clients share the page's bytes and its gzip form (made once, on first demand):
-a slow client costs a thread and a socket, never a copy. One request per connection
-(HTTP/1.0): an idle keep-alive connection would hold a client slot.
+gets one whole batch and swapping in a new page never waits for a client. Every connection
+gets a thread of its own at its accept (the accepting loop never reads nor waits on one), and
+has header_timeout for its TLS handshake and request headers together; only then does it take
+one of max_clients slots, or get 503 when they are all taken (outputs/http_conns.py: which
+connections wait, which hold slots, the cap on open connections). A request has
+client_timeout to take its whole answer, then is dropped. Clients share the page's bytes and
+its gzip form (made once, on first demand): a slow client costs a thread and a socket, never
+a copy. One request per connection (HTTP/1.0): an idle keep-alive connection would stay open.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from urllib.parse import urlsplit
 from diskprobe import __version__
 from diskprobe.log import Logger
 from diskprobe.outputs.http_auth import BasicAuth
+from diskprobe.outputs.http_conns import Connection, Connections, Limits
 from diskprobe.outputs.http_page import Page, accepts_gzip
 from diskprobe.outputs.http_tls import handshake
 
@@ -39,7 +42,8 @@ LANDING = (
     f'<p>version {html.escape(__version__)}</p>\n<p><a href="/metrics">Metrics</a></p>\n'
     "</body></html>\n"
 ).encode()
-BUSY = b"HTTP/1.0 503 Service Unavailable\r\nContent-Length: 25\r\n\r\ntoo many scrapes at once\n"
+TOO_MANY = b"too many scrapes at once\n"
+BUSY = b"HTTP/1.0 503 Service Unavailable\r\nContent-Length: 25\r\n\r\n" + TOO_MANY
 # Request lines are logged (debug): "GET /\x1b[2J HTTP/1.0" shows, not runs, the escape.
 _CONTROL = {code: f"\\x{code:02x}" for code in [*range(0x20), *range(0x7F, 0xA0)]}
 
@@ -47,10 +51,10 @@ _CONTROL = {code: f"\\x{code:02x}" for code in [*range(0x20), *range(0x7F, 0xA0)
 class _DeadlineReader(io.RawIOBase):
     """A socket's bytes until a deadline for all of them (a socket timeout is per recv)."""
 
-    def __init__(self, sock: socket.socket, seconds: float) -> None:
+    def __init__(self, sock: socket.socket, deadline: float) -> None:
         super().__init__()
         self._sock = sock
-        self._deadline = time.monotonic() + seconds
+        self._deadline = deadline
 
     def readable(self) -> bool:
         return True
@@ -68,14 +72,23 @@ class _Handler(http.server.BaseHTTPRequestHandler):
     disable_nagle_algorithm = True  # headers and body are two sends
     _send_deadline = 0.0
 
+    def __init__(self, client: Connection, address: Any, server: ScrapeServer) -> None:
+        self.client = client  # before the base class runs setup() and handle()
+        super().__init__(client.sock, address, server)
+
     def setup(self) -> None:
         super().setup()
         self.rfile.close()  # replaced: with it, every byte would restart the timeout
-        self.rfile = io.BufferedReader(_DeadlineReader(self.connection, self.server.timeout_s))
+        self.rfile = io.BufferedReader(_DeadlineReader(self.connection, self.client.deadline))
 
     def parse_request(self) -> bool:
         if not super().parse_request():
             return False  # malformed: http.server answered it (400, 414, 431, 505)
+        admitted = self.server.connections.admit(self.client)  # the headers are in
+        if not admitted:  # None: closed meanwhile, to make room or by close(); no answer
+            if admitted is False:
+                self._reply(503, PLAIN, TOO_MANY)
+            return False
         if self.command in ("GET", "HEAD"):
             return True
         body = f"method {self.command} not allowed\n".encode("utf-8", "replace")
@@ -148,8 +161,9 @@ class Security:
 
 
 class ScrapeServer(http.server.HTTPServer):
-    """An HTTPServer whose clients each get a thread, up to max_clients; serve_forever() runs
-    the accepting loop. `page` is what /metrics serves (None: 503 until the first batch)."""
+    """An HTTPServer whose connections each get a thread, and whose requests take one of
+    max_clients slots (`limits`); serve_forever() runs the accepting loop. `page` is what
+    /metrics serves (None: 503 until the first batch)."""
 
     request_queue_size = 64  # a burst of scrapers waits in the backlog, not refused
 
@@ -159,20 +173,17 @@ class ScrapeServer(http.server.HTTPServer):
         family: int,
         *,
         log: Logger,
-        max_clients: int,
-        client_timeout: float,
+        limits: Limits,
         security: Security | None = None,
     ) -> None:
         self.address_family = family
         self.log = log
-        self.timeout_s = client_timeout
+        self.timeout_s = limits.client_timeout
+        self.header_timeout_s = limits.header_timeout
         self.page: Page | None = None
         secure = security or Security()
         self.tls, self.auth, self.headers = secure.tls, secure.auth, dict(secure.headers)
-        self._slots = threading.BoundedSemaphore(max_clients)
-        self._clients: set[socket.socket] = set()
-        self._lock = threading.Lock()  # guards _clients and _closing; never held to send
-        self._closing = False
+        self.connections = Connections(limits)
         super().__init__(address, _Handler)
 
     def server_bind(self) -> None:
@@ -183,50 +194,37 @@ class ScrapeServer(http.server.HTTPServer):
         self.server_name, self.server_port = self.socket.getsockname()[:2]
 
     def process_request(self, request: Any, client_address: Any) -> None:
-        if not self._slots.acquire(blocking=False):
+        """In the accepting loop: counts the connection and hands it to a thread of its own.
+        Never reads from it, never waits on it."""
+        deadline = time.monotonic() + self.header_timeout_s  # the handshake's and headers'
+        client = self.connections.opened(request, deadline)
+        if client is None:  # max_connections, every one a request being answered
             self._refuse(request)
             return
         try:
-            client = (request, client_address)
             threading.Thread(
-                target=self._serve, args=client, name=CLIENT_THREAD, daemon=True
-            ).start()
+                target=self._serve, args=(client, client_address), name=CLIENT_THREAD,
+                daemon=True,
+            ).start()  # fmt: skip
         except RuntimeError:  # no thread to be had (a ulimit): answered as if busy
-            self._slots.release()
+            self.connections.closed(client)
             self._refuse(request)
 
-    def _serve(self, request: socket.socket, client_address: Any) -> None:
-        with self._lock:
-            self._clients.add(request)
-            if self._closing:  # close() ran after the accept: end this client at once
-                _hang_up(request)
+    def _serve(self, client: Connection, client_address: Any) -> None:
         try:
             if self.tls is not None:  # here, in the client's thread: never in the accept loop
-                request = self._secured(request)
-            self.finish_request(request, client_address)
+                left = client.deadline - time.monotonic()
+                handshake(client.sock, self.tls, left, self.connections.wrapped(client))
+            _Handler(client, client_address, self)
         except Exception:  # a client that went away mid-answer: never the server's end
-            self.handle_error(request, client_address)
+            self.handle_error(client.sock, client_address)
         finally:
-            with self._lock:
-                self._clients.discard(request)
-            self.shutdown_request(request)
-            self._slots.release()
-
-    def _secured(self, plain: socket.socket) -> socket.socket:
-        """The client after its TLS handshake; the set of clients (for close()) follows the
-        socket, which wrapping takes over from `plain`."""
-        with self._lock:
-            self._clients.discard(plain)
-        secure = handshake(plain, self.tls, self.timeout_s) if self.tls else plain
-        with self._lock:
-            self._clients.add(secure)
-            if self._closing:
-                _hang_up(secure)
-        return secure
+            self.connections.closed(client)
+            self.shutdown_request(client.sock)
 
     def _refuse(self, request: socket.socket) -> None:
-        """Over max_clients: a 503 if the socket takes it at once (in plain text: not over
-        TLS, which would need a handshake first), then closed. Never waits."""
+        """No thread, or max_connections all answering: a 503 if the socket takes it at once
+        (in plain text: not over TLS, which would need a handshake first), then closed."""
         if self.tls is None:
             with contextlib.suppress(OSError):
                 request.setblocking(False)
@@ -238,12 +236,4 @@ class ScrapeServer(http.server.HTTPServer):
         self.log.debug(f"http: {client_address[0]}: {type(error).__name__}: {error}")
 
     def hang_up_all(self) -> None:
-        with self._lock:  # a client in the set is not closed yet: its descriptor is its own
-            self._closing = True
-            for client in self._clients:
-                _hang_up(client)
-
-
-def _hang_up(client: socket.socket) -> None:
-    with contextlib.suppress(OSError):  # wakes its thread from a blocked recv or sendall
-        client.shutdown(socket.SHUT_RDWR)
+        self.connections.hang_up_all()

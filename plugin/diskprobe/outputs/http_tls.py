@@ -17,7 +17,7 @@ import ssl
 import tempfile
 import time
 import warnings
-from typing import Iterator, NoReturn
+from typing import Callable, Iterator, NoReturn
 
 from diskprobe import files
 from diskprobe.config.web_tls import TlsSettings
@@ -138,13 +138,20 @@ def _reason(error: Exception) -> str:
     return _SOURCE.sub("", str(error.args[1] if len(error.args) > 1 else error))
 
 
-def handshake(client: socket.socket, context: ssl.SSLContext, seconds: float) -> ssl.SSLSocket:
+def handshake(
+    client: socket.socket,
+    context: ssl.SSLContext,
+    seconds: float,
+    wrapped_as: Callable[[ssl.SSLSocket], None] = lambda _: None,
+) -> ssl.SSLSocket:
     """The client's socket after a TLS handshake finished within `seconds` in all (a socket
-    timeout restarts with every byte: a client dripping its hello would hold a slot for
-    hours). OSError (ssl.SSLError, TimeoutError) if it did not."""
+    timeout restarts with every byte: a client dripping its hello would stay for hours).
+    `wrapped_as` gets the TLS socket, which takes over the descriptor from `client`, before
+    the handshake's first byte. OSError (ssl.SSLError, TimeoutError) if it did not finish."""
     deadline = time.monotonic() + seconds
     wrapped = context.wrap_socket(client, server_side=True, do_handshake_on_connect=False)
     try:
+        wrapped_as(wrapped)
         wrapped.setblocking(False)
         while True:
             try:

@@ -7,10 +7,9 @@ request is retried after an exponential backoff (1 s doubling to 30 s, with jitt
 if a 429/503 answer's Retry-After asks for it (outputs/retry.py). Each send waits a random
 part of send_jitter first, and a backlog drains at drain_speedup times the host's own rate
 (outputs/pacing.py: a fleet's hosts neither send at the same second nor stampede the server
-after an outage). 400/413/422
-answers mean the
-server will never accept the batch: it is dropped and counted (outputs/ledger.py: a count is
-reported until a batch carrying it is delivered).
+after an outage). 400/413/422 answers mean the server will never accept the batch: it is
+dropped and counted (outputs/ledger.py: a count is reported until a batch carrying it is
+delivered), and logged without a line per batch (outputs/refusals.py).
 Delivery is at-least-once: a request the server applied whose answer was lost is sent again.
 """
 
@@ -35,8 +34,9 @@ from diskprobe.outputs.pacing import (
     request_bytes,
     send_delay,
 )
+from diskprobe.outputs.refusals import RefusalLog
 from diskprobe.outputs.retry import RETRY_AFTER_MAX, retry_after
-from diskprobe.outputs.spool import Spool, SpoolLocked
+from diskprobe.outputs.spool import Spool, SpoolLocked, count_points
 
 BACKOFF_FIRST, BACKOFF_MAX = 1.0, 30.0
 REQUEST_MAX_BYTES = 4 * 1024 * 1024  # well under VictoriaMetrics' and InfluxDB's limits
@@ -95,7 +95,7 @@ class InfluxDBOutput:
         self._token = read_token(config, os.environ if env is None else env)
         # masked where it stands as a whole word only (scrub)
         self._token_word = re.compile(rf"(?<![A-Za-z0-9]){re.escape(self._token)}(?![A-Za-z0-9])")
-        self._log = log
+        self._log, self.refusals = log, RefusalLog(log)
         self._timeout = config.timeout
         self._send_jitter, self._drain_speedup = config.send_jitter, config.drain_speedup
         self._draw, self.live = draw, LiveRate()
@@ -165,10 +165,8 @@ class InfluxDBOutput:
         except Exception as error:  # any failure: keep the batches unless the server refused
             status = _status(error) or 0
             if status in PERMANENT and (refused_ok or len(seqs) == 1):
-                self._log.error(
-                    f"output influxdb: server refused batch #{seqs[0]} (HTTP {status}: "
-                    f"{self._describe(error)}); dropped"
-                )
+                points = count_points(batches[0][1])
+                self.refusals.refused(seqs[0], points, status, self._describe(error))
                 self.spool.done(seqs, delivered=False)
             elif status not in PERMANENT:
                 self._fail(error)
@@ -177,6 +175,7 @@ class InfluxDBOutput:
                 self.spool.release(seqs)
             return status
         self.spool.done(seqs, delivered=True)
+        self.refusals.accepted()
         if self._failing:
             self._failing = False
             self._log.forget("influxdb-down")

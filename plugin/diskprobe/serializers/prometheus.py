@@ -66,8 +66,7 @@ RENAMES = {
     "error_log_count": "error_log_errors",
     "self_test_failed_count": "self_tests_failed",
 }
-# collector -> the measurements each of its runs replaces (a series it no longer writes is gone,
-# not stale for stale_after). The latency histogram is cumulative: its buckets stay.
+# collector -> what each run replaces (a series it no longer writes is gone; the histogram stays)
 SNAPSHOTS = {"io": (IO.name,), "filesystems": (FS.name,), "jobs": (JOB.name,),
              "latency": (LATENCY.name, PROCESS_LATENCY.name, CGROUP_LATENCY.name)}  # fmt: skip
 SNAPSHOT_OF = {name: names for names in SNAPSHOTS.values() for name in names}
