@@ -51,15 +51,22 @@ def device_figures(name: str, before: Snapshot, after: Snapshot, seconds: float
                    ) -> dict[str, FieldValue] | None:  # fmt: skip
     """iostat -x of the device over the watch, and its average awaits since boot."""
     first, last = before.disks.get(name), after.disks.get(name)
-    if first is None or last is None or seconds <= 0:
+    if first is None or last is None:
         return None
-    deltas = disk_deltas(first.counters, last.counters, seconds)
+    return counter_figures(first.counters, last.counters, seconds)
+
+
+def counter_figures(first: tuple[int, ...], last: tuple[int, ...], seconds: float
+                    ) -> dict[str, FieldValue] | None:  # fmt: skip
+    """iostat -x from one device's counters read `seconds` apart, and its average awaits
+    since boot (None: no time, or counters that went back)."""
+    deltas = disk_deltas(first, last, seconds) if seconds > 0 else None
     if deltas is None:
         return None
-    figures = iostat_fields(deltas, last.counters, seconds)
-    reads, writes = last.counters[READS], last.counters[WRITES]
-    figures["read_await_ms_since_boot"] = last.counters[READ_MS] / reads if reads else 0.0
-    figures["write_await_ms_since_boot"] = last.counters[WRITE_MS] / writes if writes else 0.0
+    figures = iostat_fields(deltas, last, seconds)
+    reads, writes = last[READS], last[WRITES]
+    figures["read_await_ms_since_boot"] = last[READ_MS] / reads if reads else 0.0
+    figures["write_await_ms_since_boot"] = last[WRITE_MS] / writes if writes else 0.0
     return figures
 
 

@@ -35,11 +35,12 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence, TypeVar
 
-from diskprobe.collectors.job_evidence import Snapshot, device_figures
+from diskprobe.collectors.job_evidence import counter_figures
 from diskprobe.compute.bottleneck import Verdict, training_verdict
 from diskprobe.integrations.job_reads import JobReads
 from diskprobe.outputs.base import OutputFailed
 from diskprobe.roots import HostRoots
+from diskprobe.sources.diskstats import read_device_counters
 from diskprobe.sources.file_places import FilePlaces, Place
 from diskprobe.sources.tasks import OpenFile
 
@@ -81,12 +82,22 @@ class InputWaitMeter:
         self.place, self.in_memory = self._locate(data_paths)
         self._window, self.total = Window(), Window()
         self._last_end: float | None = None
-        self._disks = Snapshot.take(self._roots, None)
+        self._counters = self._device_counters()
         local = self.place is not None and not self.place.remote  # where `disk` can be said
         self._job = JobReads(self._roots) if local else None
-        self.verdict: Verdict | None = None
         self.last: dict[str, Any] | None = None  # the last window's report
         self.windows: list[dict[str, Any]] = []
+
+    @property
+    def verdict(self) -> Verdict | None:
+        """The last window's verdict (None before the first window closed)."""
+        return self.last["verdict"] if self.last else None
+
+    def _device_counters(self) -> tuple[int, ...] | None:
+        """The data's device's counters: its one sysfs file, never the whole /proc/diskstats
+        (thousands of lines on some hosts, at every window of the training loop)."""
+        device = self.place.device if self.place else None
+        return read_device_counters(self._roots, device) if device else None
 
     def _locate(self, paths: Sequence[str]) -> tuple[Place | None, bool]:
         places = FilePlaces(self._roots)
@@ -135,15 +146,14 @@ class InputWaitMeter:
         if window.steps == 0:
             return
         self.total.add(window)
-        disks, self._disks = self._disks, Snapshot.take(self._roots, None)
-        report = self._report(window, disks, self._disks, window.step_sec)
+        before, self._counters = self._counters, self._device_counters()
+        report = self._report(window, before, self._counters, window.step_sec)
+        previous = self.verdict
         self.last = report
         self.windows.append(report)
         self._send(report)
-        verdict = report["bottleneck"]
-        if self.verdict is None or verdict != self.verdict.bottleneck:
+        if previous is None or report["bottleneck"] != previous.bottleneck:
             LOG.info("diskprobe input wait: %s", report["sentence"])
-        self.verdict = report["verdict"]
 
     def _send(self, report: dict[str, Any]) -> None:
         """To the output, if any; one that cannot be opened is said once and dropped: the
@@ -156,11 +166,11 @@ class InputWaitMeter:
             LOG.warning("diskprobe input wait: no more points sent: %s", error)
             self.output = None
 
-    def _report(self, window: Window, before: Snapshot, after: Snapshot,
-                seconds: float) -> dict[str, Any]:  # fmt: skip
+    def _report(self, window: Window, before: tuple[int, ...] | None,
+                after: tuple[int, ...] | None, seconds: float) -> dict[str, Any]:  # fmt: skip
         wait, checkpoint = window.ratios()
         device = self.place.device if self.place else None
-        figures = device_figures(device, before, after, seconds) if device else None
+        figures = counter_figures(before, after, seconds) if before and after else None
         # %util over the window, at most 100: io_ticks can run ahead of a short window's clock
         util = min(100.0, float(figures["util_percent"])) if figures else None
         job = self._job.window(window.step_sec, window.wait_sec, figures) if self._job else None

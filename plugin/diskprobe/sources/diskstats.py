@@ -103,6 +103,25 @@ def kernel_long_bits() -> int:
     return 64 if "64" in machine or machine == "s390x" else 32
 
 
+def read_device_counters(roots: HostRoots, name: str) -> tuple[int, ...] | None:
+    """One device's counters from sysfs, without reading every device's line: its `stat`
+    file holds the counters of its /proc/diskstats line, in the same order,
+
+      /sys/class/block/sda/stat:  "    3462     1109   219406     1550 ..."
+
+    for a whole disk and a partition alike (/sys/class/block/sda1/stat). sysfs spells a "/"
+    in a kernel name as "!" (cciss/c0d0). None: no such device, or an unusable file."""
+    if name in ("", ".", "..") or "\0" in name:
+        return None
+    path = roots.sys_path("class", "block", name.replace("/", "!"), "stat")
+    try:
+        with open(path, encoding="ascii", errors="replace") as f:
+            text = f.read(4096)
+    except OSError:
+        return None
+    return parse_counters(text)
+
+
 def parse_diskstats(text: str) -> dict[str, DiskStat]:
     """Every usable line of the file, by device name (a whole-file read for one-off tools)."""
     stats = (parse_diskstats_parts(line.split(None, 3)) for line in text.splitlines())
