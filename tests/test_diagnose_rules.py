@@ -218,6 +218,9 @@ def test_a_container_view_through_host_proc_and_host_sys(tmp_path: Path) -> None
     (["diagnose", "--pid", "1", "--cgroup", "/x"], "give one of --pid PID or --cgroup PATH"),
     (["diagnose", "--pid", "999999999"], "no process 999999999"),
     (["diagnose", "--cgroup", "no/such/cgroup"], "no cgroup 'no/such/cgroup'"),
+    (["diagnose", "--cgroup", "x/../../tmp"], "--cgroup 'x/../../tmp': no '..' steps"),
+    (["diagnose", "--pid", "\u0663"], "--pid '\u0663': give a process id"),  # int() took it as 3
+    (["diagnose", "--pid", "abc"], "--pid 'abc': give a process id"),
     (["diagnose", "--pid", "1", "--seconds", "0"], "--seconds 0: give 0.2 to 86400"),
     (["diagnose", "--pid", "1", "--format", "influx"], "--format influx: give text or json"),
     (["--once", "--format", "json"], "--format json is for `diskprobe diagnose`"),

@@ -19,7 +19,7 @@ from diskprobe.guard import DiskGuard, format_size, parse_size
 from diskprobe.sources.statfs import StatfsProber, ThreadStatfs
 
 from ci import skip_or_fail
-from helpers import FakeClock, loop_ext4
+from helpers import EVERY_CALL, FakeClock, loop_ext4
 
 BLOCK = 4096
 
@@ -37,7 +37,7 @@ class FakeFs:
 
 
 def _guard(fs: FakeFs, path: str = "/", **kwargs: Any) -> DiskGuard:
-    kwargs.setdefault("check_every", 0)
+    kwargs.setdefault("check_every", EVERY_CALL)
     return DiskGuard(path, prober=StatfsProber(5.0, ThreadStatfs(fs)), **kwargs)
 
 
@@ -171,6 +171,33 @@ def test_bad_arguments() -> None:
         DiskGuard("/", min_free_percent="120%")
 
 
+@pytest.mark.parametrize(("argument", "value"), [
+    ("check_every", float("nan")), ("check_every", float("inf")), ("check_every", -1),
+    ("check_every", "-1s"), ("check_every", 0), ("check_every", "0s"),
+    ("min_hours_to_full", -1), ("min_hours_to_full", float("nan")),
+])  # fmt: skip
+def test_a_time_that_cannot_work_is_refused_by_name(argument: str, value: object) -> None:
+    """An infinite check_every never measured again (ok after a read-only remount); NaN,
+    zero and negative ones and a negative min_hours_to_full were taken silently (issue 37,
+    item 7: zero would measure at every batch of a training loop)."""
+    with pytest.raises(ValueError, match=argument):
+        DiskGuard("/", **{argument: value})  # type: ignore[arg-type]
+
+
+class _BytesPath:
+    def __fspath__(self) -> bytes:
+        return b"/"
+
+
+@pytest.mark.parametrize("path", [b"/", [b"/"], _BytesPath(), Path("/")])
+def test_bytes_and_path_like_paths_are_paths(path: Any) -> None:
+    """As os takes them (before: b"/" was iterated, and 47 gave a TypeError about int)."""
+    fs = FakeFs(total=100 * 10**9, avail=30 * 10**9)
+    status = _guard(fs, path, min_free_bytes="20GB").check()
+    assert status.ok and [p.path for p in status.paths] == ["/"]
+    assert status.paths[0].mount_point == "/"
+
+
 def test_importing_diskprobe_imports_no_framework() -> None:
     code = (
         "import sys, diskprobe, diskprobe.guard, diskprobe.integrations\n"
@@ -212,7 +239,7 @@ def test_a_filesystem_remounted_read_only_is_not_ok(mount_dir: Path) -> None:
     """As ext4 does on errors (errors=remount-ro): the filesystem's own flag; the
     superblock's options say "ro"."""
     with loop_ext4(16 * 1024 * 1024, "diskprobe-guard-ro-", skip_or_fail) as point:
-        guard = DiskGuard(point, min_free_bytes=1, check_every=0)
+        guard = DiskGuard(point, min_free_bytes=1, check_every=EVERY_CALL)
         assert guard.check().ok
         subprocess.run(["mount", "-o", "remount,ro", str(point)], check=True)
         try:
@@ -226,7 +253,7 @@ def test_a_filesystem_remounted_read_only_is_not_ok(mount_dir: Path) -> None:
 
 def test_an_unmounted_mount_is_not_ok_and_a_remount_is(mount_dir: Path) -> None:
     _mount_tmpfs(mount_dir, "rw")
-    guard = DiskGuard(mount_dir, min_free_bytes=1, check_every=0)
+    guard = DiskGuard(mount_dir, min_free_bytes=1, check_every=EVERY_CALL)
     assert guard.check().ok and guard.check().paths[0].mount_point == str(mount_dir)
     subprocess.run(["umount", str(mount_dir)], check=True)
     status = guard.check()

@@ -23,7 +23,7 @@ import pytest
 from diskprobe.guard import DiskGuard
 
 from ci import skip_or_fail
-from helpers import loop_ext4
+from helpers import EVERY_CALL, loop_ext4
 
 # One worker runs every training-job test (here and in test_ml_summaries.py) under xdist: it
 # imports torch, Keras, Lightning and TensorFlow once, not each worker (seconds of CPU each).
@@ -100,7 +100,7 @@ def test_keras_stop_at_threshold(small_fs: Path) -> None:
 
     data = small_fs / "data"
     data.mkdir()
-    guard = DiskGuard(small_fs, min_free_bytes=_threshold(small_fs), check_every=0)
+    guard = DiskGuard(small_fs, min_free_bytes=_threshold(small_fs), check_every=EVERY_CALL)
     callback = DiskGuardCallback(guard, action="stop")
     epochs_run = _keras_fit(keras, [_keras_writer(keras, data), callback], EPOCHS)
     assert epochs_run == K + 1, f"stopped after epoch {epochs_run}, expected {K + 1}"
@@ -117,7 +117,7 @@ def test_keras_skip_checkpoints_below_threshold(small_fs: Path) -> None:
     data, saved = small_fs / "data", small_fs / "ckpt"
     data.mkdir()
     saved.mkdir()
-    guard = DiskGuard(small_fs, min_free_bytes=_threshold(small_fs), check_every=0)
+    guard = DiskGuard(small_fs, min_free_bytes=_threshold(small_fs), check_every=EVERY_CALL)
     checkpoint = keras.callbacks.ModelCheckpoint(
         str(saved / "epoch-{epoch:03d}.weights.h5"), save_weights_only=True
     )
@@ -136,7 +136,7 @@ def test_keras_warn_only_logs(small_fs: Path, caplog: pytest.LogCaptureFixture) 
 
     data = small_fs / "data"
     data.mkdir()
-    guard = DiskGuard(small_fs, min_free_bytes=_threshold(small_fs), check_every=0)
+    guard = DiskGuard(small_fs, min_free_bytes=_threshold(small_fs), check_every=EVERY_CALL)
     callback = DiskGuardCallback(guard, action="warn")
     with caplog.at_level("WARNING", logger="diskprobe.guard"):
         assert _keras_fit(keras, [_keras_writer(keras, data), callback], K + 2) == K + 2
@@ -174,7 +174,7 @@ def test_lightning_stop_at_threshold(small_fs: Path) -> None:
 
     data = small_fs / "data"
     data.mkdir()
-    guard = DiskGuard(small_fs, min_free_bytes=_threshold(small_fs), check_every=0)
+    guard = DiskGuard(small_fs, min_free_bytes=_threshold(small_fs), check_every=EVERY_CALL)
     writer = Writer()
     dataset = torch.utils.data.TensorDataset(torch.rand(64, 8), torch.rand(64, 1))
     trainer = pl.Trainer(

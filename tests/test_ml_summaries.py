@@ -29,7 +29,7 @@ from test_guard import BLOCK, FakeFs
 from test_ml_callbacks import IMAGE_BYTES, K, _import_keras, _threshold, _write_epoch_file
 
 from ci import skip_or_fail
-from helpers import loop_ext4
+from helpers import EVERY_CALL, loop_ext4
 
 pytestmark = pytest.mark.xdist_group("ml")  # with test_ml_callbacks.py: see there
 
@@ -112,7 +112,7 @@ def _keras_callbacks(keras: Any, small_fs: Path, after: dict[str, dict[int, int]
             for subdir, sizes in after.items():
                 sizes[epoch + 1] = _event_bytes(small_fs / "logs" / subdir)
 
-    guard = DiskGuard(small_fs, min_free_bytes=_threshold(small_fs), check_every=0)
+    guard = DiskGuard(small_fs, min_free_bytes=_threshold(small_fs), check_every=EVERY_CALL)
     board = keras.callbacks.TensorBoard(str(logs))
     callback = DiskGuardCallback(guard, action="skip_summaries", tensorboard=board)
     return [Filler(), callback, Probe()], callback
@@ -235,7 +235,7 @@ def test_lightning_logger_pauses_and_resumes(
     data, logs = small_fs / "data", small_fs / "logs"
     data.mkdir()
     after: dict[int, int] = {}
-    guard = DiskGuard(small_fs, min_free_bytes=_threshold(small_fs), check_every=0)
+    guard = DiskGuard(small_fs, min_free_bytes=_threshold(small_fs), check_every=EVERY_CALL)
     callback = DiskGuardCallback(guard, action="skip_summaries")
     logger = TensorBoardLogger(str(logs), name="tiny", default_hp_metric=False)
     with caplog.at_level("INFO", logger="diskprobe.guard"):
@@ -258,7 +258,8 @@ def test_lightning_logger_restored_when_the_fit_ends_low(tmp_path: Path) -> None
     pl, TensorBoardLogger = _lightning()
     from diskprobe.integrations.lightning import DiskGuardCallback
 
-    guard = DiskGuard(tmp_path, min_free_bytes="1PB", check_every=0)  # never that much free
+    # never that much free
+    guard = DiskGuard(tmp_path, min_free_bytes="1PB", check_every=EVERY_CALL)
     callback = DiskGuardCallback(guard, action="skip_summaries")
     logger = TensorBoardLogger(str(tmp_path / "logs"), name="tiny", default_hp_metric=False)
     saves: list[bool] = []  # for each save that reached the logger: whether before any check
@@ -283,7 +284,7 @@ def test_allows_logs_each_change_once(caplog: pytest.LogCaptureFixture) -> None:
     """The one-call decision for a plain loop, on a statvfs whose avail the test sets."""
     fs = FakeFs(total=1000 * BLOCK, avail=500 * BLOCK)
     prober = StatfsProber(5.0, ThreadStatfs(fs))
-    guard = DiskGuard("/", min_free_bytes=400 * BLOCK, check_every=0, prober=prober)
+    guard = DiskGuard("/", min_free_bytes=400 * BLOCK, check_every=EVERY_CALL, prober=prober)
     answers = []
     with caplog.at_level("WARNING", logger="diskprobe.guard"):
         for avail in (500, 399, 300, 450, 460, 100):
@@ -291,7 +292,7 @@ def test_allows_logs_each_change_once(caplog: pytest.LogCaptureFixture) -> None:
             answers.append(guard.allows("the disk cache"))
         assert guard.allows("summaries") is False  # its own state: its own first warning
     assert answers == [True, False, False, True, True, False]
-    assert fs.calls == 7  # check_every=0: each call measured afresh
+    assert fs.calls == 7  # check_every=EVERY_CALL: each call measured afresh
     messages = [r.getMessage() for r in caplog.records if r.name == "diskprobe.guard"]
     low = "diskprobe: low disk space at / (/: {} free, below {}); pausing {}"
     limit = format_size(400 * BLOCK)

@@ -51,7 +51,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--trigger", choices=("interval", "stdin"), help="what starts a batch")
     parser.add_argument("--format", choices=(*FORMATS, *REPORT_FORMATS),
                         help="output format (default influx); diagnose: text (default) or json")
-    parser.add_argument("--pid", type=int, help="diagnose: the job's process (its children too)")
+    # Not type=int: int() takes any script's digits ("٣" is 3); _diagnose() checks ASCII ones.
+    parser.add_argument("--pid", metavar="PID",
+                        help="diagnose: the job's process (its children too)")
     parser.add_argument("--cgroup", metavar="PATH", help="diagnose: every process of a cgroup")
     parser.add_argument("--seconds", type=float, default=DEFAULT_SECONDS, metavar="N",
                         help=f"diagnose: how long to watch (default {DEFAULT_SECONDS:g})")
@@ -196,7 +198,11 @@ def _diagnose(args: argparse.Namespace, log: Logger) -> int:
     if output_format not in REPORT_FORMATS:
         log.error(f"diagnose: --format {output_format}: give text or json")
         return 2
-    return run_diagnose(args.pid, args.cgroup, args.seconds, output_format, sys.stdout, log)
+    if args.pid is not None and not (args.pid.isascii() and args.pid.isdigit()):
+        log.error(f"diagnose: --pid {args.pid!r}: give a process id, in the digits 0-9")
+        return 2
+    pid = int(args.pid) if args.pid is not None else None
+    return run_diagnose(pid, args.cgroup, args.seconds, output_format, sys.stdout, log)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -16,8 +16,9 @@ from diskprobe.collectors.io import IoCollector
 from diskprobe.collectors.smart import PERMISSION_HELP
 from diskprobe.config import AgentConfig
 from diskprobe.doctor_latency import check_latency
-from diskprobe.log import Logger
+from diskprobe.log import Logger, terminal_safe
 from diskprobe.roots import HostRoots
+from diskprobe.serializers.text import readable_text as shown
 from diskprobe.smart import json_parser
 from diskprobe.smart.devices import parse_scan
 from diskprobe.smart.reader import read_json, smartctl_version
@@ -40,9 +41,12 @@ class Report:
     lines: list[str] = field(default_factory=list)
 
     def line(self, status: str, text: str) -> None:
+        """One line, whatever `text` holds: names from the system in it are shown() by the
+        checks (a control character as %XX, `%` as %25); any control character left (an
+        error's text) is written %XX here, so nothing can forge a line or drive the terminal."""
         self.failures += status == "FAIL"
         self.warnings += status == "WARN"
-        self.out.write(f"{status:<5}{text}\n")
+        self.out.write(f"{status:<5}{terminal_safe(text)}\n")
 
 
 def in_container(proc: str = "/proc") -> bool:
@@ -66,11 +70,9 @@ def root_fstype(roots: HostRoots) -> str:
 
 
 def check_roots(report: Report, roots: HostRoots, env: dict[str, str]) -> None:
-    report.line(
-        "INFO",
-        f"reading /proc at {roots.proc}, /sys at {roots.sys}, /run at {roots.run}"
-        + (f", mounts under {roots.mount_prefix}" if roots.mount_prefix else ""),
-    )
+    prefix = f", mounts under {shown(roots.mount_prefix)}" if roots.mount_prefix else ""
+    report.line("INFO", f"reading /proc at {shown(roots.proc)}, /sys at {shown(roots.sys)}, "
+                        f"/run at {shown(roots.run)}{prefix}")  # fmt: skip
     if "HOST_PROC" not in env and in_container():
         # An overlay root is a container image: its mounts are not the host's volumes.
         status = "FAIL" if root_fstype(roots) in OVERLAY_ROOTS else "WARN"
@@ -83,14 +85,14 @@ def check_roots(report: Report, roots: HostRoots, env: dict[str, str]) -> None:
         )
     for path in (roots.proc_path("diskstats"), roots.proc_path("1", "mountinfo")):
         status = "OK" if os.access(path, os.R_OK) else "FAIL"
-        report.line(status, f"{path} {'readable' if status == 'OK' else 'NOT readable'}")
+        report.line(status, f"{shown(path)} {'readable' if status == 'OK' else 'NOT readable'}")
 
 
 def check_io(report: Report, config: AgentConfig, roots: HostRoots, log: Logger) -> None:
     io = IoCollector(config.io, CollectorContext(roots=roots, log=log))
     io.collect()
     devices = sorted({m.tags["device"] for m in io.collect().metrics})
-    listed = " ".join(devices) or "(none)"
+    listed = " ".join(map(shown, devices)) or "(none)"
     report.line("OK" if devices else "WARN", f"I/O: {len(devices)} devices after filters: {listed}")
 
 
@@ -105,8 +107,9 @@ def check_filesystems(
         filesystems.close()
     for metric in metrics:
         if metric.fields.get("responsive") is False:
-            report.line("FAIL", f"mount {metric.tags['path']} does not answer statfs (stuck)")
-    paths = " ".join(m.tags["path"] for m in metrics)
+            report.line("FAIL", f"mount {shown(metric.tags['path'])} does not answer statfs "
+                                "(stuck)")  # fmt: skip
+    paths = " ".join(shown(m.tags["path"]) for m in metrics)
     report.line("OK" if metrics else "WARN", f"filesystems: {len(metrics)} mounts: {paths}")
 
 
@@ -121,7 +124,8 @@ def check_smart(report: Report, config: AgentConfig) -> None:
         )
         return
     version = smartctl_version(runner)
-    report.line("OK", f"smartctl {path}, version {'.'.join(map(str, version or ())) or '?'}")
+    report.line("OK", f"smartctl {shown(path)}, version "
+                      f"{'.'.join(map(str, version or ())) or '?'}")  # fmt: skip
     specs = parse_scan(runner.run(["--scan-open"]).stdout)
     report.line("INFO", f"SMART drives found by --scan-open: {len(specs)}")
     if not specs:
@@ -135,17 +139,18 @@ def check_smart(report: Report, config: AgentConfig) -> None:
         try:
             read = read_json(spec, runner, config.smart.nocheck)
         except json_parser.NotSmartctlJson:
-            report.line("WARN", f"{spec}: smartctl gave no JSON (older than 7.0?)")
+            report.line("WARN", f"{shown(str(spec))}: smartctl gave no JSON (older than 7.0?)")
             continue
+        name = shown(str(spec))
         if read.permission:
-            report.line("FAIL", f"{spec}: no permission: " + PERMISSION_HELP.format(smartctl=path))
+            report.line("FAIL", f"{name}: no permission: "
+                                + PERMISSION_HELP.format(smartctl=shown(path)))  # fmt: skip
         elif read.problem:
-            report.line("FAIL", f"{spec}: {read.problem}")
+            report.line("FAIL", f"{name}: {shown(read.problem)}")
         else:
             health = read.health
-            report.line(
-                "OK", f"{spec}: {health.model} {health.serial} power_mode={health.power_mode}"
-            )
+            report.line("OK", f"{name}: {shown(health.model)} {shown(health.serial)} "
+                              f"power_mode={shown(health.power_mode)}")  # fmt: skip
 
 
 DELAYACCT_ADVICE = (
@@ -200,7 +205,7 @@ def check_state(report: Report, config: AgentConfig, log: Logger) -> StateStore:
             "and drive baselines will not survive restarts",
         )
     else:
-        report.line("OK", f"state file: {state.path}")
+        report.line("OK", f"state file: {shown(str(state.path))}")
     return state
 
 

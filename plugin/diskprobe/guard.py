@@ -23,7 +23,14 @@ from diskprobe.collectors.filesystems import MEASUREMENT, FilesystemsCollector
 from diskprobe.compute.mount_selection import MountTarget, select_mounts
 from diskprobe.config import FilesystemsConfig
 from diskprobe.durations import parse_duration
-from diskprobe.guard_units import Size, format_size, parse_percent, parse_size
+from diskprobe.guard_units import (
+    Size,
+    format_size,
+    parse_hours,
+    parse_percent,
+    parse_seconds,
+    parse_size,
+)
 from diskprobe.log import Logger
 from diskprobe.roots import HostRoots
 from diskprobe.sources.mountinfo import Mount, parse_mountinfo
@@ -34,6 +41,7 @@ __all__ = ["DiskGuard", "GuardStatus", "PathStatus", "format_size", "parse_size"
 logger = logging.getLogger(__name__)  # "diskprobe.guard": allows() and the callbacks log here
 
 Duration = Union[int, float, str]
+PathArg = Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"]
 
 
 @dataclass(frozen=True)
@@ -76,7 +84,7 @@ class DiskGuard:
 
     def __init__(
         self,
-        paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
+        paths: PathArg | Sequence[PathArg],
         min_free_bytes: Size | None = None,
         min_free_percent: Size | None = None,
         min_hours_to_full: float | None = None,
@@ -91,10 +99,10 @@ class DiskGuard:
         wall: Callable[[], float] = time.time,
         log: Logger | None = None,
     ) -> None:
-        items = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
+        items = [paths] if isinstance(paths, (str, bytes, os.PathLike)) else list(paths)
         if not items:
             raise ValueError("DiskGuard needs at least one path")
-        self.paths = [os.fspath(item) for item in items]
+        self.paths = [os.fsdecode(item) for item in items]  # bytes as os decodes them
         self.min_free_bytes: int | None = None
         percents = [] if min_free_percent is None else [parse_percent(min_free_percent)]
         if isinstance(min_free_bytes, str) and min_free_bytes.strip().endswith("%"):
@@ -102,8 +110,8 @@ class DiskGuard:
         elif min_free_bytes is not None:
             self.min_free_bytes = parse_size(min_free_bytes)
         self.min_free_percent: float | None = max(percents) if percents else None
-        self.min_hours_to_full = min_hours_to_full
-        self.check_every = _seconds(check_every)
+        self.min_hours_to_full = parse_hours(min_hours_to_full, "min_hours_to_full")
+        self.check_every = parse_seconds(check_every, "check_every")
         self._clock = clock
         self._last: tuple[float, GuardStatus] | None = None
         self._state: StateStore = (
@@ -234,3 +242,4 @@ def note_transition(status: GuardStatus, low: bool, where: str, doing: str, resu
 
 def _seconds(value: Duration) -> float:
     return parse_duration(value) if isinstance(value, str) else float(value)
+

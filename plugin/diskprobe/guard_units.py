@@ -1,9 +1,13 @@
-"""Sizes and percentages for DiskGuard: "20GB" (decimal, like df -H), "20GiB", "5%"."""
+"""Sizes, percentages and times for DiskGuard: "20GB" (decimal, like df -H), "20GiB", "5%",
+"30s", hours."""
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Union
+
+from diskprobe.durations import parse_duration
 
 Size = Union[int, float, str]
 # ASCII digits only (a regex \d, float() and int() take other scripts' digits too)
@@ -49,3 +53,26 @@ def format_size(count: float) -> str:
         value, unit = value / 1000, next_unit
     text = f"{value:.0f}" if abs(value) >= 100 or unit == "B" else f"{value:.1f}"
     return f"{text.removesuffix('.0')} {unit}"
+
+
+def parse_seconds(value: Union[int, float, str], name: str) -> float:
+    """Seconds from 10, 2.5 or "30s": finite and above 0 (an infinite check_every would never
+    measure again, a NaN one neither; 0 would measure at every call of a training loop's
+    callbacks), else a ValueError naming the argument."""
+    try:
+        seconds = parse_duration(value) if isinstance(value, str) else float(value)
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"{name}: {error}") from None
+    if not math.isfinite(seconds) or seconds <= 0:
+        raise ValueError(f"{name} must be a finite number of seconds above 0: {value!r}")
+    return seconds
+
+
+def parse_hours(value: Union[int, float, None], name: str) -> float | None:
+    """None, or hours: a finite number, 0 or more; else a ValueError naming the argument."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(
+            value) or value < 0:  # fmt: skip
+        raise ValueError(f"{name} must be a finite number of hours, 0 or more: {value!r}")
+    return float(value)

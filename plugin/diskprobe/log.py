@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 import threading
 from typing import TextIO
@@ -10,6 +11,26 @@ from typing import TextIO
 # churn for ever on a busy node (loop devices, containers). Past the limit the oldest key is
 # forgotten, so its message may appear once more: a repeat is better than unbounded memory.
 SEEN_LIMIT = 4096
+# What a terminal must never receive from a message: control characters (C0, DEL, C1: ESC
+# starts a sequence that sets the title or clears the screen, a newline forges a line of its
+# own) and lone surrogates (bytes that were not UTF-8, as the sources decode them).
+_UNSAFE = re.compile(r"[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
+
+
+def _percent(char: str) -> str:
+    try:  # a byte that was not UTF-8 is its own value, as serializers/text.py writes it
+        data = char.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        data = char.encode("utf-8", "surrogatepass")
+    return "".join(f"%{byte:02X}" for byte in data)
+
+
+def terminal_safe(text: str) -> str:
+    """`text` with every control character written %XX (its UTF-8 bytes: ESC is %1B, a
+    newline %0A, U+009B %C2%9B) and every lone surrogate %XX too; the rest unchanged. What a
+    log line, `doctor` and `diagnose` print passes through it (serializers/text.py's
+    readable_text() also writes `%` as `%25` in the names it is given)."""
+    return _UNSAFE.sub(lambda found: _percent(found.group()), text)
 
 
 class Logger:
@@ -22,7 +43,7 @@ class Logger:
         self._seen: dict[str, None] = {}  # an insertion-ordered set: the oldest goes first
 
     def _write(self, prefix: str, message: str) -> None:
-        line = f"{prefix} {message}".replace("\n", " ") + "\n"
+        line = f"{prefix} {terminal_safe(message)}\n"  # one line, whatever the message holds
         with self._lock:
             try:
                 self._stream.write(line)

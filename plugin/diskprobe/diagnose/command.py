@@ -32,15 +32,49 @@ DEFAULT_SECONDS = 10.0
 REPORT_FORMATS = ("text", "json")
 
 
+CGROUP_HIERARCHIES = ((), ("unified",), ("blkio",))  # v2 (or v1's root), hybrid v2, v1 blkio
+PF_KTHREAD = 0x00200000  # /proc/<pid>/stat's flags (field 9): a kernel thread
+STAT_FLAGS = 6  # its index after "pid (comm) "
+
+
 def find_cgroup(roots: HostRoots, path: str) -> str | None:
-    """A cgroup directory as given, or under the host's v2, hybrid or v1 blkio hierarchy."""
-    bases = ("", roots.sys_path("fs", "cgroup"), roots.sys_path("fs", "cgroup", "unified"),
-             roots.sys_path("fs", "cgroup", "blkio"))  # fmt: skip
-    for base in bases:
-        candidate = os.path.join(base, path.lstrip("/")) if base else path
-        if os.path.isfile(os.path.join(candidate, "cgroup.procs")):
+    """The cgroup directory `path` names, only ever under HOST_SYS/fs/cgroup: a path that
+    starts there as given; any other, relative or absolute (as /proc/<pid>/cgroup writes
+    it), under the v2 root, the hybrid `unified` or the v1 `blkio` hierarchy. Never the
+    current directory, never through a `..` step or a link that leads out. None otherwise."""
+    root = roots.sys_path("fs", "cgroup")
+    if ".." in path.split("/"):
+        return None
+    given = path.rstrip("/") == root or path.startswith(os.path.join(root, ""))
+    candidates = [path] if given else [os.path.join(root, *hierarchy, path.lstrip("/"))
+                                       for hierarchy in CGROUP_HIERARCHIES]  # fmt: skip
+    inside = os.path.realpath(root)
+    for candidate in candidates:
+        real = os.path.realpath(candidate)
+        if real != inside and not real.startswith(os.path.join(inside, "")):
+            continue
+        if os.path.isfile(os.path.join(real, "cgroup.procs")):
             return candidate
     return None
+
+
+def _cgroup_problem(roots: HostRoots, cgroup: str) -> str:
+    root = roots.sys_path("fs", "cgroup")
+    if ".." in cgroup.split("/"):
+        return f"diagnose: --cgroup {cgroup!r}: no '..' steps (give a cgroup under {root})"
+    return f"diagnose: no cgroup {cgroup!r} under {root} (its own, unified or blkio hierarchy)"
+
+
+def kernel_thread(roots: HostRoots, pid: int) -> bool:
+    """Whether the process is a kernel thread (kthreadd, kworker...): PF_KTHREAD in its stat."""
+    try:
+        with open(roots.proc_path(str(pid), "stat"), "rb") as handle:
+            data = handle.read(4096)
+    except OSError:
+        return False
+    fields = data[data.rfind(b")") + 2 :].split()
+    flags = fields[STAT_FLAGS] if len(fields) > STAT_FLAGS else b""
+    return flags.isdigit() and int(flags) & PF_KTHREAD != 0
 
 
 def run_diagnose(pid: int | None, cgroup: str | None, seconds: float, output_format: str,
@@ -48,8 +82,7 @@ def run_diagnose(pid: int | None, cgroup: str | None, seconds: float, output_for
     roots = HostRoots.from_env(os.environ)
     directory = find_cgroup(roots, cgroup) if cgroup else None
     if cgroup and directory is None:
-        log.error(f"diagnose: no cgroup {cgroup!r} (tried as a path and under "
-                  f"{roots.sys_path('fs', 'cgroup')})")  # fmt: skip
+        log.error(_cgroup_problem(roots, cgroup))
         return 2
     if pid is not None and read_task_stat(roots, pid, pid) is None:
         log.error(f"diagnose: no process {pid} under {roots.proc}")
@@ -76,7 +109,7 @@ def run_diagnose(pid: int | None, cgroup: str | None, seconds: float, output_for
                       "cpu_share_of_one_core": round(cpu / watched.seconds, 4)
                       if watched.seconds > 0 else 0.0}  # fmt: skip
     text = (json.dumps(_escaped(report), indent=2, ensure_ascii=False) + "\n"
-            if output_format == "json" else render_text(_escaped(report)))  # fmt: skip
+            if output_format == "json" else render_text(report))  # fmt: skip
     out.write(text)
     out.flush()
     return 0
@@ -99,7 +132,7 @@ def build_report(watch: Watch, watched: Watched, places: FilePlaces, before: Sna
     report["waiters_io_share"] = round(active_io_share(main if verdict.waiters == "main"
                                                        else workers), 3)  # fmt: skip
     report["sentence"] = sentence(verdict, report)
-    report["notes"] = _notes(watched)
+    report["notes"] = _notes(watched, roots)
     return report
 
 
@@ -181,8 +214,14 @@ def _io_rate(first: tuple[int, int] | None, last: tuple[int, int] | None,
     return round((last[0] - first[0]) / seconds, 1), round((last[1] - first[1]) / seconds, 1)
 
 
-def _notes(watched: Watched) -> list[str]:
+def _notes(watched: Watched, roots: HostRoots) -> list[str]:
     notes = []
+    if kernel_thread(roots, watched.main_pid):
+        main = watched.processes.get(watched.main_pid)
+        name = f" ({main.comm})" if main is not None and main.comm else ""
+        notes.append(f"pid {watched.main_pid}{name} is a kernel thread: it has no files, data "
+                     "loader or training loop of its own to watch; give the pid of the job's "
+                     "process (or its cgroup)")  # fmt: skip
     if watched.unreadable_syscalls:
         notes.append(f"{watched.unreadable_syscalls} samples could not read the blocked call "
                      "(/proc/<tid>/syscall needs root or CAP_SYS_PTRACE): uninterruptible "

@@ -1,10 +1,20 @@
-"""The diagnosis as JSON (a dict) and as text: the verdict, the sentence, the evidence, advice."""
+"""The diagnosis as JSON (a dict) and as text: the verdict, the sentence, the evidence, advice.
+
+The text is for a terminal: every name from the system or the job in it (the cgroup, paths,
+device, mount point, filesystem type, process names) is written with readable_text() (a
+control character as %XX, `%` as `%25`), so none can send the terminal a sequence or forge
+a line; the report's own words are not escaped. Whatever else reaches a line (a note) passes
+log.terminal_safe(). The JSON keeps the names as they are (json escapes control characters).
+"""
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from diskprobe.compute.bottleneck import Counts, Shares, Verdict
+from diskprobe.log import terminal_safe
+from diskprobe.serializers.text import readable_text
 
 ADVICE = {
     "disk": "cache the dataset in memory or on a faster local disk, raise the loader's prefetch "
@@ -103,7 +113,41 @@ def _device_state(figures: dict[str, Any], direction: str) -> str:
             f"{usual:.2f} ms on average since boot)")
 
 
+def shown_report(report: dict[str, Any]) -> dict[str, Any]:
+    """A copy of the report whose names from the system or the job are readable_text(), and
+    whose sentence is said again from them."""
+    shown = copy.deepcopy(report)
+    kind, _, name = shown["target"].partition(" ")
+    shown["target"] = f"{kind} {readable_text(name)}"
+    for key in ("device", "mount_point", "fstype"):
+        if shown.get(key):
+            shown[key] = readable_text(shown[key])
+    shown["paths"] = [readable_text(path) for path in shown.get("paths") or []]
+    if shown.get("throttle"):
+        shown["throttle"]["cgroup"] = readable_text(shown["throttle"]["cgroup"])
+    names = {f"({p['comm']})": f"({readable_text(p['comm'])})" for p in shown["processes"]}
+    shown["reasons"] = [_named(reason, names) for reason in shown["reasons"]]
+    shown["notes"] = [_named(note, names) for note in shown["notes"]]
+    for process in shown["processes"]:
+        process["comm"] = readable_text(process["comm"][:16])  # cut before it is escaped
+    verdict = Verdict(shown["bottleneck"], shown["reasons"], None, shown.get("direction"),
+                      shown.get("waiters"))  # fmt: skip
+    shown["sentence"] = sentence(verdict, shown)
+    return shown
+
+
+def _named(reason: str, names: dict[str, str]) -> str:
+    """A reason or note that names a process ("process 42 (python) ended ..."), its name
+    escaped."""
+    for raw, shown in names.items():
+        reason = reason.replace(raw, shown)
+    return reason
+
+
 def render_text(report: dict[str, Any]) -> str:
+    """The report for a terminal, from the JSON report as build_report made it (names not
+    yet escaped)."""
+    report = shown_report(report)
     lines = [f"diskprobe diagnose: {report['target']}, {report['seconds']:.1f} s, "
              f"{report['samples']} samples", f"bottleneck: {report['bottleneck']}",
              report["sentence"], "why:"]  # fmt: skip
@@ -118,11 +162,11 @@ def render_text(report: dict[str, Any]) -> str:
     lines.append("processes (share of the main thread's time; cpu in cores):")
     for process in report["processes"]:
         shares = process["shares"]
-        lines.append(f"  {process['pid']:>7} {process['role']:<6} {process['comm'][:16]:<16} "
+        lines.append(f"  {process['pid']:>7} {process['role']:<6} {process['comm']:<16} "
                      f"run {shares['running']:4.0%} io {shares['io_wait']:4.0%} "
                      f"sleep {shares['sleeping']:4.0%} blocked {shares['blocked']:4.0%} "
                      f"cpu {process['cpu_cores']:.2f} threads {process['threads']}")  # fmt: skip
     for note in report["notes"]:
         lines.append(f"note: {note}")
     lines.append(f"advice: {report['advice']}")
-    return "\n".join(lines) + "\n"
+    return "".join(terminal_safe(line) + "\n" for line in lines)

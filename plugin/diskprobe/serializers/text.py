@@ -17,9 +17,16 @@ format's own escaping a tag value or string field is passed through `system_text
 
 collectd's identifiers already escape every byte outside [A-Za-z0-9_.] as `%XX`, `%` included;
 their undecodable bytes follow the same rule (serializers/collectd.py).
+
+Text a person reads on a terminal (`diagnose`'s and `doctor`'s reports) passes each such name
+through `readable_text()`: `system_text()`, and every control character written `%XX` too
+(ESC `%1B`, BEL `%07`, a newline `%0A`), so a path or a process name can neither send the
+terminal a sequence nor start a line of its own; the report's own words are left as they are.
 """
 
 from __future__ import annotations
+
+from diskprobe.log import terminal_safe
 
 UNDECODABLE_FIRST, UNDECODABLE_LAST = 0xDC80, 0xDCFF  # surrogateescape's range
 SURROGATES_FIRST, SURROGATES_LAST = 0xD800, 0xDFFF
@@ -46,3 +53,9 @@ def system_text(text: str) -> str:
     except UnicodeEncodeError:
         return "".join(map(escape_char, text))
     return text
+
+
+def readable_text(text: str) -> str:
+    """A name from the system or a job, for a report a person reads: system_text(), then every
+    control character as %XX (log.terminal_safe); one-to-one, as `%` is `%25`."""
+    return terminal_safe(system_text(text))
