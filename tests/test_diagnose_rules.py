@@ -231,3 +231,18 @@ def test_bad_diagnose_input_is_one_line_and_exit_2(argv: list[str], says: str) -
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr.count("\n") == 1 and done.stderr.startswith("E! "), done.stderr
     assert says in done.stderr
+
+
+@pytest.mark.parametrize(("waiters", "said"), [
+    ("main", "its main thread spends 97% of its active time waiting on it"),
+    ("workers", "its workers spend 97% of their active time waiting on it"),
+])  # fmt: skip
+def test_the_sentence_agrees_in_number_with_whose_waits_decided(waiters: str, said: str) -> None:
+    from diskprobe.compute.bottleneck import Verdict
+    from diskprobe.diagnose.report import sentence
+
+    report = {"main": {"shares": {"running": 0.01, "io_wait": 0.97, "sleeping": 0.02,
+                                  "blocked": 0.0}},
+              "device": "sdb", "mount_point": "/data", "waiters_io_share": 0.97}  # fmt: skip
+    text = sentence(Verdict("disk", [], None, "read", waiters), report)
+    assert text.startswith(f"sdb holds /data, which the job reads from; {said}"), text

@@ -56,10 +56,11 @@ def sentence(verdict: Verdict, report: dict[str, Any]) -> str:
     main = report["main"]["shares"]
     if kind in IO_VERDICTS:
         where = _where(report)
-        who = "its main thread" if verdict.waiters == "main" else "its workers"
+        who = ("its main thread spends", "its") if verdict.waiters == "main" else (
+            "its workers spend", "their")  # fmt: skip
         share = report["waiters_io_share"]
         verb = "writes to" if verdict.direction == "write" else "reads from"
-        text = f"{where}, which the job {verb}; {who} spend {share:.0%} of their active time "
+        text = f"{where}, which the job {verb}; {who[0]} {share:.0%} of {who[1]} active time "
         text += "waiting on it"
         if figures:
             text += f"; {_device_state(figures, verdict.direction or 'read')}"
