@@ -352,3 +352,55 @@ def test_nan_in_a_stored_window_is_dropped_not_kept_forever(tmp_path: Path) -> N
     context = CollectorContext(HostRoots(), log, state)
     FilesystemsCollector(CONFIG, context, prober=StatfsProber(1.0, ThreadStatfs()))
     assert state.section("fs_forecast") == {"/ok": {"avail": [[1.0, 2.0]]}}
+
+
+def test_unresponsive_sec_continues_across_a_restart_until_the_mount_answers(
+    tmp_path: Path,
+) -> None:
+    """The wall time a mount was first found hung is in the state file: a restart continues
+    from it while the mount still hangs; one that answered since starts at 0 again."""
+    now, broken = [1000.0], [True]
+
+    def dead(path: str) -> os.statvfs_result:
+        if path == "/dev/shm" and broken[0]:
+            raise OSError(107, "Transport endpoint is not connected")  # ENOTCONN
+        return os.statvfs(path)
+
+    shm = MountTarget("/dev/shm", "/dev/shm", "tmpfs", "tmpfs", "rw", 0, 0)
+
+    def run(*times: float) -> list[object]:
+        """A diskprobe started on the state file, collecting at `times`, then stopped."""
+        log = Logger(io.StringIO())
+        state = StateStore(str(tmp_path / "state.json"), log)
+        context = CollectorContext(HostRoots(), log, state,
+                                   Clock(wall_ns=lambda: round(now[0] * 1e9)))  # fmt: skip
+        collector = FilesystemsCollector(CONFIG, context, targets=lambda: [shm],
+                                         prober=StatfsProber(1.0, ThreadStatfs(dead)))  # fmt: skip
+        seen = []
+        for at in times:
+            now[0] = at
+            seen.append(collector.collect().metrics[0].fields.get("unresponsive_sec", "answers"))
+        collector.close()
+        state.save(force=True)
+        state.close()
+        return seen
+
+    assert run(1000, 1010) == [0, 10]
+    assert run(1600, 1610) == [600, 610]  # restarted 10 minutes later: still the same hang
+    broken[0] = False
+    assert run(1620) == ["answers"]
+    broken[0] = True
+    assert run(1700) == [0]  # answered in between: a new hang
+
+
+@pytest.mark.parametrize("stored", ['{"/dev/shm": NaN}', '{"/dev/shm": "1000"}',
+                                    '{"/dev/shm": true}', '[1000]'])  # fmt: skip
+def test_a_broken_stored_hang_start_is_dropped(tmp_path: Path, stored: str) -> None:
+    state_path = tmp_path / "state.json"
+    state_path.write_text('{"format": "diskprobe-state", "version": 1, "sections": '
+                          f'{{"fs_unresponsive": {stored}}}}}')  # fmt: skip
+    log = Logger(io.StringIO())
+    state = StateStore(str(state_path), log)
+    FilesystemsCollector(CONFIG, CollectorContext(HostRoots(), log, state),
+                         prober=StatfsProber(1.0, ThreadStatfs()))  # fmt: skip
+    assert state.section("fs_unresponsive") == {}

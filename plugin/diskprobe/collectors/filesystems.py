@@ -26,6 +26,7 @@ UNRESPONSIVE_ERRNOS = frozenset(
      errno.ETIMEDOUT, errno.ECONNREFUSED}
 )  # fmt: skip
 STATE_SECTION = "fs_forecast"
+UNRESPONSIVE_SECTION = "fs_unresponsive"  # path -> wall time (s) it was first found hung
 # Points stored over all forecast windows: ~20 MB of RAM and ~6.5 MB of state file at most.
 # Up to 277 mounts every series keeps ForecastWindow.MAX_POINTS (one per minute of a 6 h
 # window); beyond that each keeps fewer, further apart (2,000 mounts: 50, one per 7 min).
@@ -62,8 +63,10 @@ class FilesystemsCollector(BaseCollector[FilesystemsConfig]):
         self._stuck: set[str] = set()  # timed out: W! logged, I! due when it answers
         self._failing: dict[str, int] = {}  # path -> errno last logged
         # path -> wall time (s) of its first point with responsive=false, for unresponsive_sec:
-        # an alert reads that one sparse field instead of counting every mount's points.
-        self._unresponsive_since: dict[str, float] = {}
+        # an alert reads that one sparse field instead of counting every mount's points. In
+        # the state file: a restart does not start a mount hung for a day at 0 again.
+        self._unresponsive_since: dict[str, float] = state.section(UNRESPONSIVE_SECTION,
+                                                                   finite_number)  # fmt: skip
 
     def _targets(self) -> list[MountTarget]:
         if self._chosen_targets is not None:
@@ -120,10 +123,9 @@ class FilesystemsCollector(BaseCollector[FilesystemsConfig]):
         if len(self._failing) > len(present) or len(self._stuck) > len(present):
             self._failing = {p: c for p, c in self._failing.items() if p in present}
             self._stuck &= present
-        if self._unresponsive_since:  # a few hung mounts at most; one remounted starts at 0
-            self._unresponsive_since = {
-                p: t for p, t in self._unresponsive_since.items() if p in present
-            }
+        # A few hung mounts at most; one unmounted and mounted again starts at 0.
+        for path in [p for p in self._unresponsive_since if p not in present]:
+            del self._unresponsive_since[path]  # in place: the state store holds this dict
         # A fit is a cache (rebuilt from the window if the mount comes back): only the
         # mounts in the table keep one, while their windows stay for a forecast_window.
         if len(self._tracks) > 2 * len(present) + 16:

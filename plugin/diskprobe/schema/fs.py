@@ -57,7 +57,7 @@ FS = MeasurementSpec(
             "unresponsive_sec",
             "int",
             "s",
-            "Only with responsive=false: seconds since diskprobe first found the mount not answering (0 on that point; from 0 again after a restart of diskprobe).",
+            "Only with responsive=false: seconds since diskprobe first found the mount not answering (0 on that point). Kept in the state file: a restart continues the count; a mount that answered or was unmounted in between starts at 0.",
         ),
         _f(
             "fill_rate_bytes_per_sec",
