@@ -30,6 +30,7 @@ from dashboard_eval import (
     Known,
     _depths,
     chronograf_expand,
+    chronograf_queries,
     grafana_expand,
     grafana_order,
     kapacitor_level,
@@ -265,7 +266,9 @@ def test_chronograf_dashboard_has_the_export_format(path: Path) -> None:
     assert document["meta"]["chronografVersion"]
     board = document["dashboard"]
     assert board["name"] and board["cells"] and board["templates"]
-    assert {t["tempVar"] for t in board["templates"]} >= {":host:"}
+    (host,) = [t for t in board["templates"] if t["tempVar"] == ":host:"]
+    # One host picked, or a regex where the board opens on every host (the health board).
+    host_filter = '"host" = :host:' if host["type"] == "tagValues" else '"host" =~ /^:host:$/'
     for cell in board["cells"]:
         assert {"i", "x", "y", "w", "h", "name", "queries", "axes", "type"} <= set(cell)
         assert cell["x"] + cell["w"] <= 12 and cell["type"] in CHRONOGRAF_CELL_TYPES
@@ -277,7 +280,7 @@ def test_chronograf_dashboard_has_the_export_format(path: Path) -> None:
             # the board's.
             assert ("time > :dashboardTime: AND time < :upperDashboardTime:" in text
                     or re.search(r"WHERE time > now\(\) - \d+[mhd] AND", text))
-            assert '"host" = :host:' in text
+            assert host_filter in text
             assert query["queryConfig"]["rawText"] == text
             if cell["type"] == "bar":  # one group of bars per interval of its own range
                 assert re.search(r"GROUP BY time\(\d+s\)", text)
@@ -423,31 +426,81 @@ def test_chronograf_cells_return_their_series(
     board = _load(path)["dashboard"]
     # Chronograf files carry no time range: use the Grafana twin's (7 days for health, fleet).
     seconds = relative_seconds(_load(DASHBOARDS / "grafana" / path.name)["time"]["from"])
-    hosts: list[str] = []
+    picks: list[dict[str, str]] = []  # a host picked from SHOW TAG VALUES, each in turn
     values: dict[str, str] = {}
     for template in board["templates"]:
         if template["type"] == "tagValues":
             query = template["query"]
             assert query["db"] == "telegraf"
-            hosts = tag_values(server, db, query["influxql"]
-                               .replace(":database:", f'"{db}"')
-                               .replace(":measurement:", f'"{query["measurement"]}"')
-                               .replace(":tagKey:", f'"{query["tagKey"]}"'))
+            picks = [{":host:": f"'{host}'"} for host in tag_values(
+                server, db, query["influxql"]
+                .replace(":database:", f'"{db}"')
+                .replace(":measurement:", f'"{query["measurement"]}"')
+                .replace(":tagKey:", f'"{query["tagKey"]}"'))]
+            assert picks
         else:
             assert template["type"] == "text"
             values[template["tempVar"]] = template["values"][0]["value"]
-    assert hosts
+    assert picks or ":host:" in values  # a board opening on every host: `:host:` is `.*`
     problems: list[str] = []
     for cell in board["cells"]:
         for query in cell["queries"]:
             text = query["query"].replace(TEST_DB_PLACEHOLDER, f'"{db}"."autogen".')
             found: list[dict[str, Any]] = []
-            for host in hosts:
-                expanded = chronograf_expand(text, seconds, {**values, ":host:": f"'{host}'"})
+            for pick in picks or [{}]:
+                expanded = chronograf_expand(text, seconds, {**values, **pick})
                 assert not leftovers(expanded), expanded
                 found += run(server, db, expanded)
             problems += _check_series(cell["name"], text, found)
     assert problems == []
+
+
+# -- the drive-health board opens on every host ----------------------------------------------
+
+HEALTH_BOARD = "diskprobe-health.json"
+SMART_NAME = "diskprobe_smart"
+HEALTH_NOW = "Drives now, worst first"
+
+
+def _opened(server: InfluxServer, db: str, variables: list[dict[str, Any]],
+            seconds: int) -> dict[str, list[str]]:
+    """Grafana's query variables as a board opens: "All" where offered (sent as its allValue,
+    else as the list of every value), else the first value."""
+    opened: dict[str, list[str]] = {}
+    for variable in (v for v in variables if v["type"] == "query"):
+        values = tag_values(server, db, grafana_expand(variable["query"], seconds, opened))
+        if variable["includeAll"]:
+            opened[variable["name"]] = [ALL] if "allValue" in variable else values
+        else:
+            opened[variable["name"]] = values[:1]
+    return opened
+
+
+def test_health_board_opens_on_every_hosts_drives(
+    influx_db: tuple[InfluxServer, str], rows: list[Row]
+) -> None:
+    """Opened as Grafana and Chronograf open it, "Drives now" lists the drives of every host
+    that sent a SMART read in its day, not those of the first host only."""
+    server, db = _loaded(influx_db, rows)
+    smart_hosts = {r.tags["host"] for r in rows if r.measurement == SMART_NAME
+                   and r.offset_ns > -data.DAY_S * 10**9}
+    assert {STORE, GPU} <= smart_hosts
+    board = _load(DASHBOARDS / "grafana" / HEALTH_BOARD)
+    (panel,) = [p for p in board["panels"] if p["title"] == HEALTH_NOW]
+    seconds = relative_seconds(board["time"]["from"])
+    opened = _opened(server, db, board["templating"]["list"], seconds)
+    (target,) = panel["targets"]
+    query = grafana_expand(target["query"], panel_seconds(panel, seconds), opened)
+    assert {s["tags"]["host"] for s in run(server, db, query)} == smart_hosts
+    # Chronograf opens each template on its default: a text regex its constant, a list of
+    # tag values (one host picked) its first value.
+    templates = _load(DASHBOARDS / "chronograf" / HEALTH_BOARD)["dashboard"]["templates"]
+    first = tag_values(server, db, f'SHOW TAG VALUES FROM "{SMART_NAME}" WITH KEY = "host"')[0]
+    defaults = {t["tempVar"]: t["values"][0]["value"] if t["type"] == "text" else f"'{first}'"
+                for t in templates}
+    (text,) = chronograf_queries(HEALTH_BOARD, HEALTH_NOW, db)
+    found = run(server, db, chronograf_expand(text, seconds, defaults))
+    assert {s["tags"]["host"] for s in found} == smart_hosts
 
 
 # -- alerts ----------------------------------------------------------------------------------
@@ -782,15 +835,15 @@ def test_fleet_table_lists_drives_worst_first(
             assert row[column] == last.get(column), column
     warn = next(r for r in shown if r["serial"] == WARN_HDD[3])
     assert warn["pending_sectors_per_day"] == 2.0 and warn["afr_percent"] > afr_warn_limit()
-    # Chronograf's cell holds the same query: one host at a time, the same rows.
+    # Chronograf's cell, one host at a time, lists the same drives at risk with the same
+    # values (it narrows them in its own query: it has no list variable), the ok ones not.
     cell = next(c for c in _load(DASHBOARDS / "chronograf" / FLEET_BOARD.name)["dashboard"]
                 ["cells"] if c["name"] == REPLACE_TABLE)
     text = cell["queries"][0]["query"].replace(TEST_DB_PLACEHOLDER, f'"{db}"."autogen".')
     chronograf = [row for host in FLEET_HOSTS["host"] for row in _table_rows(
         run(server, db, chronograf_expand(text, WEEK_S, {":host:": f"'{host}'"})))]
-    # ... but every drive of its host: Chronograf has no list variable to narrow it.
-    assert len(chronograf) == 5 and sorted(map(str, table)) == sorted(
-        str(row) for row in chronograf if row["serial"] in variables["at_risk"])
+    assert sorted(map(str, chronograf)) == sorted(map(str, table))
+    assert not {OK_HDD[3], OK_SCSI[3]} & {row["serial"] for row in chronograf}
     assert cell["tableOptions"]["sortBy"]["internalName"] == "verdict_code"
 
 

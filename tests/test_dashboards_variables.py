@@ -1,6 +1,8 @@
-"""How the Grafana boards open at fleet scale (issue 28): a per-host board opens on one host
+"""How the boards open at fleet scale (issue 28): a per-host board opens on one host
 (Grafana's first value), since "All" on 1,000 hosts read millions of rows per panel; the fleet
-board opens on every host; "All" is sent as the regex `.*`, not as a list of every value."""
+and drive-health boards open on every host (issue 38: health too); "All" is sent as the regex
+`.*`, not as a list of every value. Chronograf, which has no "All", opens the health board on
+every host through a `:host:` regex defaulting to `.*`."""
 
 from __future__ import annotations
 
@@ -14,7 +16,11 @@ from dashboard_eval import ALL_VALUE, DASHBOARDS
 
 BOARDS = sorted([*(DASHBOARDS / "grafana").glob("*.json"),
                  *(DASHBOARDS / "downsampling" / "grafana").glob("*.json")])
-FLEET_WIDE = {"diskprobe-fleet"}  # the boards that answer for every host at once
+CHRONOGRAF = sorted([*(DASHBOARDS / "chronograf").glob("*.json"),
+                     *(DASHBOARDS / "downsampling" / "chronograf").glob("*.json")])
+ALL_HOSTS = {"diskprobe-fleet", "diskprobe-health"}  # the boards that open on every host
+# Of those, the ones Chronograf opens on every host too (the fleet's cells there read one host).
+CHRONOGRAF_ALL_HOSTS = {"diskprobe-health"}
 
 
 def _variables(path: Path) -> dict[str, dict[str, Any]]:
@@ -29,10 +35,10 @@ def test_the_boards_are_found() -> None:
 
 
 @pytest.mark.parametrize("path", BOARDS, ids=lambda p: p.stem)
-def test_a_board_opens_on_one_host_unless_it_is_fleet_wide(path: Path) -> None:
+def test_a_board_opens_on_one_host_unless_it_opens_on_every_host(path: Path) -> None:
     host = _variables(path)["host"]
-    fleet_wide = path.stem in FLEET_WIDE
-    assert host["includeAll"] is fleet_wide
+    every_host = path.stem in ALL_HOSTS
+    assert host["includeAll"] is every_host
     assert host["multi"] is True  # a few hosts side by side stay possible
     assert host["current"] == {}  # Grafana then opens on "All" where offered, else the first
 
@@ -56,3 +62,20 @@ def test_the_fleet_table_lists_the_drives_at_risk_only() -> None:
                                        'WHERE time > now() - 1d AND "host" =~ /^$host$/ AND ')
     (table,) = [p for p in board["panels"] if p["title"].startswith("Drives to replace")]
     assert '"serial" =~ /^$at_risk$/' in table["targets"][0]["query"]
+
+
+@pytest.mark.parametrize("path", CHRONOGRAF, ids=lambda p: p.stem)
+def test_chronograf_opens_the_health_board_on_every_host(path: Path) -> None:
+    """Chronograf's `:host:` is one host picked from SHOW TAG VALUES, except on the boards
+    that open on every host: a free-text regex there, `.*` until the user narrows it."""
+    board = json.loads(path.read_text(encoding="utf-8"))["dashboard"]
+    (host,) = [t for t in board["templates"] if t["tempVar"] == ":host:"]
+    queries = [q["query"] for c in board["cells"] for q in c["queries"]]
+    assert queries
+    if path.stem in CHRONOGRAF_ALL_HOSTS:
+        assert host["type"] == "text"
+        assert [v["value"] for v in host["values"] if v["selected"]] == [ALL_VALUE]
+        assert all('"host" =~ /^:host:$/' in q for q in queries)
+    else:
+        assert host["type"] == "tagValues" and host["values"] == []
+        assert all('"host" = :host:' in q for q in queries)

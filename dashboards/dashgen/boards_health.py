@@ -97,7 +97,9 @@ def health() -> Dashboard:
         slug="diskprobe-health",
         title="diskprobe: drive health",
         description=f"SMART and NVMe health from {SMART.name}, per drive serial.",
-        variables=(Variable("host", SMART.name, offers_all=False),
+        # Opens on every host (Grafana's "All", Chronograf's `.*`): the worst drive of any
+        # host heads "Drives now".
+        variables=(Variable("host", SMART.name, chronograf_all=True),
                    Variable("serial", SMART.name, ("host",))),
         panels=(
             _now(),

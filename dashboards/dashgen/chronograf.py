@@ -1,7 +1,8 @@
 """Chronograf dashboard JSON in the format of its export/import ({"meta", "dashboard"}).
 
 Chronograf templates are single-valued: `:host:` is chosen from SHOW TAG VALUES; device, path
-and serial are free-text regexes defaulting to `.*` (Chronograf has no multi-select or "All").
+and serial are free-text regexes defaulting to `.*` (Chronograf has no multi-select or "All"),
+and so is `:host:` on a board that opens on every host (model.Variable.chronograf_all).
 Queries name `"telegraf"."autogen".<measurement>` (Chronograf proxies raw queries without a
 default database); generate with --database to change it.
 """
@@ -28,7 +29,15 @@ def _id(*parts: str) -> str:
     return str(uuid.uuid5(NAMESPACE, "/".join(parts)))
 
 
+def _board_flavor(board: Dashboard, flavor: Flavor) -> Flavor:
+    """`flavor` without the exact tags whose variable opens on every value on this board."""
+    every_value = {variable.tag for variable in board.variables if variable.chronograf_all}
+    return replace(flavor, exact_vars=tuple(tag for tag in flavor.exact_vars
+                                            if tag not in every_value))
+
+
 def render_dashboard(board: Dashboard, flavor: Flavor) -> Json:
+    flavor = _board_flavor(board, flavor)
     cells: list[Json] = []
     x = y = row_height = 0
     for panel in board.panels:

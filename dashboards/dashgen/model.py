@@ -55,7 +55,9 @@ class Panel:
     # A second y axis (Grafana): series whose name matches `right_match` use `right_unit`.
     right_unit: str = ""
     right_match: str = ""
-    # Chronograf draws one y axis: a panel with a right axis becomes these cells there.
+    # The panel's cells in Chronograf, where it cannot be drawn as in Grafana: Chronograf draws
+    # one y axis (a panel with a right axis becomes two cells) and has no hidden list variable
+    # (the fleet table narrows its drives in its own query there).
     chronograf_cells: tuple[Panel, ...] = ()
     # Grafana: a dashed red line across the graph at this value (a limit of diskprobe's own).
     threshold: float | None = None
@@ -86,6 +88,10 @@ class Variable:
     # Without it a board opens on the first value: a per-host board at 1,000 hosts opening on
     # all of them reads millions of rows per panel (docs/fleet.md: Query times).
     offers_all: bool = True
+    # Chronograf: open on every value too. There a tag of query.Flavor.exact_vars (host) is
+    # one value picked from SHOW TAG VALUES, as Chronograf has no "All"; this makes it a
+    # free-text regex defaulting to `.*`, as device, path and serial are there.
+    chronograf_all: bool = False
     # Grafana only: values from the points matching this field condition (a raw SELECT of the
     # tag and `points_field`; Grafana takes each row's first value), not from every series,
     # under the name `name`, hidden. The fleet table lists only the drives at risk through it:

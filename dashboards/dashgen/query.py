@@ -25,7 +25,8 @@ class Select:
     where: tuple[str, ...] = ()  # further conditions, ANDed
     filters: tuple[str, ...] = ()  # tags filtered by the dashboard variable of that name
     # Grafana only: (tag, variable) filters by a variable of another name (model.Variable
-    # .points_where); Chronograf has no such variable and shows every value.
+    # .points_where); Chronograf has no such variable and reads every value, unless the
+    # panel's Chronograf cell narrows them in its own query (model.Panel.chronograf_cells).
     grafana_filters: tuple[tuple[str, str], ...] = ()
     group_tags: tuple[str, ...] = ()
     group_time: str | None = None  # AUTO or a duration ("10s")

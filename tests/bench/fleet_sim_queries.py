@@ -105,10 +105,12 @@ def chronograf_queries(db: str, anchor_ns: int, host: str) -> list[Query]:
     for path in sorted((DASHBOARDS / "chronograf").glob("*.json")):
         board = ev.generated("chronograf", path.name)["dashboard"]
         seconds = ev.relative_seconds(ev.generated("grafana", path.name)["time"]["from"])
-        values = {":host:": quote_string(host), ":rp:": RP, ":database:": db}
+        values = {":rp:": RP, ":database:": db}
         for template in board.get("templates", []):
-            if template["type"] != "tagValues" and template["tempVar"] not in values:
-                values[template["tempVar"]] = ev.template_values(template)[0]
+            if template["tempVar"] == ":host:" and template["type"] == "tagValues":
+                values[":host:"] = quote_string(host)  # one value picked: the host asked for
+            elif template["tempVar"] not in values:  # a regex (the health board's `:host:`
+                values[template["tempVar"]] = ev.template_values(template)[0]  # too): `.*`
         for number, cell in enumerate(board["cells"]):
             for query in cell["queries"]:
                 raw = query["query"].replace('"telegraf".', f'"{db}".')
