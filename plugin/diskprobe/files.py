@@ -87,6 +87,47 @@ def root_only_problem(path: str) -> str | None:
         current = os.path.dirname(current)
 
 
+def tree_problem(directory: str) -> str | None:
+    """Why `directory` and the directories above it are no place for private files, or None:
+    each of them (along the path as given and as resolved) must belong to root or us and be
+    writable by no one else unless sticky, as ssh checks; a symlink must be root's or ours."""
+    path = os.path.abspath(directory)
+    for current in dict.fromkeys((path, os.path.realpath(path))):
+        while True:
+            try:
+                info = os.lstat(current)
+            except OSError as error:
+                return f"{current} cannot be checked ({error.strerror})"
+            if not _trusted_owner(info.st_uid):
+                return f"{current} is owned by uid {info.st_uid}"
+            others = info.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+            if others and not stat.S_ISLNK(info.st_mode) and not info.st_mode & stat.S_ISVTX:
+                return f"{current} is writable by others (mode {info.st_mode & 0o7777:o})"
+            if current == "/":
+                break
+            current = os.path.dirname(current)
+    return None
+
+
+def make_private_tree(directory: str) -> str | None:
+    """Make `directory` and its missing parents (each mode 0700) where tree_problem finds
+    nothing: the nearest existing directory is checked before anything is made in it, the
+    whole path after. Why it is refused, or None."""
+    missing, existing = [], os.path.abspath(directory)
+    while not os.path.lexists(existing):
+        missing.append(existing)
+        existing = os.path.dirname(existing)
+    problem = tree_problem(existing)
+    for path in reversed(missing if problem is None else []):
+        try:
+            os.mkdir(path, 0o700)
+        except FileExistsError:  # made meanwhile: the check below says whose it is
+            pass
+        except OSError as error:
+            return f"{path} cannot be made ({error.strerror})"
+    return problem or tree_problem(directory)
+
+
 def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:

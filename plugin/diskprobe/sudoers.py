@@ -24,7 +24,7 @@ from diskprobe.files import root_only_problem
 from diskprobe.log import Logger
 from diskprobe.roots import HostRoots
 from diskprobe.smart import nvme_cli
-from diskprobe.smart.devices import DriveSpec, node_problem, scan_specs
+from diskprobe.smart.devices import DriveSpec, rule_problem, scan_specs
 from diskprobe.smart.reader import json_args, text_args
 from diskprobe.smart.runner import CommandRunner
 
@@ -34,6 +34,10 @@ _USER = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*")
 # Characters a command-line word may hold here; `,` `:` `=` are escaped, anything else
 # (blanks, `*?[]` wildcards, `\`, `#`, quotes) is refused rather than escaped.
 _WORD = re.compile(r"[A-Za-z0-9/._+,:=@%-]+")
+# Control characters (ESC, BEL, newline...): what other output escapes as %XX (log lines,
+# doctor, diagnose) is refused here, never escaped: a rule for the escaped name would allow
+# another file, and a rule names a command exactly or not at all.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 HEADER = """\
 ## diskprobe {version}: sudoers for use_sudo = true ([smart], [latency]); by `diskprobe sudoers`.
@@ -52,10 +56,20 @@ def program_path(program: str) -> str:
     return found or (program if os.path.isabs(program) else os.path.join(SBIN, program))
 
 
+def word_problem(word: str) -> str:
+    """Why no sudoers line can match `word` exactly ("" when one can)."""
+    if _CONTROL.search(word):
+        return f"{word!r} holds a control character: refused, not escaped"
+    if not _WORD.fullmatch(word):
+        return f"{word!r} holds characters a sudoers line cannot match exactly"
+    return ""
+
+
 def sudoers_word(word: str) -> str:
     """One argument as a literal sudoers word; ValueError where none can say it exactly."""
-    if not _WORD.fullmatch(word):
-        raise ValueError(f"{word!r} holds characters a sudoers line cannot match exactly")
+    problem = word_problem(word)
+    if problem:
+        raise ValueError(problem)
     return re.sub(r"([,:=])", r"\\\1", word)
 
 
@@ -116,24 +130,28 @@ def discover(config: SmartConfig, runner: CommandRunner, log: Logger,
             return None
         specs, refused = scan_specs(result.stdout)
     # Again here, however the specs came: a rule lets the agent's user run root's smartctl on
-    # that path, so it must be a device node that user cannot replace (devices.node_problem).
-    refused += [problem for problem in map(node_problem, specs) if problem]
-    specs = [spec for spec in specs if not node_problem(spec)]
+    # that path, so it must be a drive's device node that user cannot replace, reached by no
+    # descriptor of whoever opens it (/dev/stdin, /dev/fd/N): devices.rule_problem.
+    refused += [problem for problem in map(rule_problem, specs) if problem]
+    specs = [spec for spec in specs if not rule_problem(spec)]
     for reason in refused:
         log.warn(f"sudoers: refused drive name: {reason}")
     return [s for s in specs if not any(fnmatch.fnmatchcase(s.path, g) for g in config.exclude)]
 
 
 def exact_only(lines: list[list[str]], log: Logger) -> list[list[str]]:
-    """Drop (with a W!) lines holding a word no sudoers line can match exactly."""
-    kept = []
+    """Drop lines holding a word no sudoers line can match exactly, with one W! per such
+    word, however many lines it is in (a program's path is in every one of its lines)."""
+    kept: list[list[str]] = []
+    refused: dict[str, int] = {}  # why -> lines left out
     for line in lines:
-        try:
-            [sudoers_word(word) for word in line]
-        except ValueError as error:
-            log.warn(f"sudoers: left out {' '.join(line)!r}: {error}")
-            continue
-        kept.append(line)
+        problem = next(filter(None, map(word_problem, line)), "")
+        if problem:
+            refused[problem] = refused.get(problem, 0) + 1
+        else:
+            kept.append(line)
+    for problem, count in refused.items():
+        log.warn(f"sudoers: left out {count} command line(s): {problem}")
     return kept
 
 

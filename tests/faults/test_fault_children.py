@@ -141,17 +141,11 @@ def test_stop_with_a_smart_read_in_flight_does_not_wait_for_it(
     assert process.returncode == 0, how
     assert process.stderr is not None
     assert_no_traceback(process.stderr.read())
-    if behaviour == "holder setsid":
-        # Out of smartctl's group, the holder outlives the group kill with the read's pipes
-        # still open: diskprobe exited without EOF on them.
-        holders = pids(strays, "holder")
-        assert holders and all(alive(pid, strays) for pid in holders)
     # smartctl's process group is gone: smartctl and what it forked inside the group (all deaf
-    # to SIGTERM and asleep for ever: gone means killed).
-    in_group = pids(strays, "smartctl") + pids(strays, "child")
-    if behaviour == "holder":
-        in_group += pids(strays, "holder")
-    assert wait_for(lambda: not any(alive(pid, strays) for pid in in_group), HANG_GUARD_SEC), (
+    # to SIGTERM and asleep for ever: gone means killed), and since issue #37 (item 9) the
+    # holder that escaped the group with setsid too, found among smartctl's descendants.
+    started = pids(strays, "smartctl") + pids(strays, "child") + pids(strays, "holder")
+    assert wait_for(lambda: not any(alive(pid, strays) for pid in started), HANG_GUARD_SEC), (
         "children left running"
     )
 
@@ -190,9 +184,10 @@ def test_grandchild_holding_stdout_does_not_hold_the_read(
     assert result.returncode == 0, result.stderr
     assert_no_traceback(result.stderr)
     assert "diskprobe_smart,device=sda" in result.stdout and 'verdict="ok"' in result.stdout
-    # The grandchild holds the read's pipes for ever: the read ended without EOF. (Noted after
-    # its setsid, out of reach of the group kill; not noted yet, it may have been killed.)
-    assert all(alive(pid, strays) for pid in pids(strays, "holder"))
+    # The grandchild would hold the read's pipes for ever: the read ended without EOF (an
+    # hour's timeout). Since issue #37 (item 9) it does not outlive the read either, escaped
+    # from the group as it is: diskprobe adopts it (a subreaper) and kills it.
+    assert not any(alive(pid, strays) for pid in pids(strays, "holder"))
 
 
 # smartctl_path for the flood case: the fake's stdout passes through a counter that notes the
@@ -279,3 +274,58 @@ def test_drive_spec_args_put_the_path_after_double_dash() -> None:
     spec = DriveSpec.parse("/dev/bus/0 -d megaraid,5")
     assert spec.smartctl_args() == ["-d", "megaraid,5", "--", "/dev/bus/0"]
     assert DriveSpec.parse("/dev/sda").smartctl_args() == ["--", "/dev/sda"]
+
+
+# Issue #37, item 9: a grandchild that calls setsid escapes the process-group kill. Before, it
+# lived on (hung, holding the read's pipes or not) after its read ended; now nothing a read
+# started as diskprobe's user outlives the read: diskprobe is a subreaper, so what smartctl
+# leaves behind becomes diskprobe's child, and every such process marked with that read's
+# token is killed (and reaped) when the read ends; diskprobe's other children are not touched.
+def agent_children(pid: int) -> dict[int, str]:
+    """diskprobe's children and their state letter ("Z": a zombie it has not reaped)."""
+    found: dict[int, str] = {}
+    for task in os.listdir(f"/proc/{pid}/task"):
+        try:
+            listed = Path(f"/proc/{pid}/task/{task}/children").read_text().split()
+        except OSError:
+            continue
+        for child in map(int, listed):
+            try:
+                found[child] = Path(f"/proc/{child}/stat").read_text().rsplit(")", 1)[1].split()[0]
+            except OSError:
+                continue
+    return found
+
+
+@pytest.mark.parametrize("behaviour", ["leave setsid", "holder setsid", "leave", "hang"])
+def test_nothing_a_read_started_outlives_it(
+    fake_host: FakeHost, tmp_path: Path, strays: Path, reap: list[subprocess.Popen[bytes]],
+    behaviour: str,
+) -> None:  # fmt: skip
+    """The agent runs on: once the read ended (answered, or cut off by a 1 s timeout), every
+    process smartctl started is gone, none left a zombie in diskprobe, and diskprobe's own
+    other child (the statfs helper) still runs. "leave" and "hang" stay in smartctl's group:
+    killed before as now, and with a subreaper their zombies must be reaped by diskprobe."""
+    fake_drives(strays, {DEVICE: behaviour})
+    timeout = READ_TIMEOUT if behaviour.startswith("leave") else 'timeout = "1s"\n'
+    config = write_config(tmp_path, f'{timeout}devices = ["{DEVICE}"]\n')
+    env = {**fake_host.env(), "FAKE_SMARTCTL_DIR": str(strays)}
+    process = start_diskprobe(["--config", str(config), "--interval", "1s"], env)
+    reap.append(process)
+    last_role = "child" if behaviour == "hang" else "holder"
+    assert wait_for(lambda: pids(strays, last_role), HANG_GUARD_SEC), process.stderr
+    helpers = [pid for pid in agent_children(process.pid)
+               if b"statfs_worker" in Path(f"/proc/{pid}/cmdline").read_bytes()]  # fmt: skip
+
+    def started() -> list[int]:
+        return pids(strays, "smartctl") + pids(strays, "child") + pids(strays, "holder")
+
+    # Deaf to SIGTERM and asleep for ever: gone means killed, and by diskprobe (still running).
+    assert wait_for(lambda: not any(alive(pid, strays) for pid in started()), HANG_GUARD_SEC), (
+        f"{behaviour}: a process the read started outlived it"
+    )
+    assert process.poll() is None, "diskprobe exited"
+    assert wait_for(lambda: "Z" not in agent_children(process.pid).values(), HANG_GUARD_SEC), (
+        f"zombies left in diskprobe: {agent_children(process.pid)}"
+    )
+    assert helpers and all(pid in agent_children(process.pid) for pid in helpers), helpers

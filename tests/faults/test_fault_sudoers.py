@@ -130,3 +130,52 @@ def test_read_refused_by_sudo_says_to_rerun_diskprobe_sudoers(
     assert len(warned) == 1, result.stderr
     assert "sudo refused" in warned[0] and "diskprobe sudoers" in warned[0], warned
     assert "/dev/sda -d sat" in warned[0]
+
+
+# Issue #37, item 8: names that resolve through the generator's own descriptors (/dev/stdin,
+# /dev/fd/N, /proc/self/fd/N) reached the rule: `diskprobe sudoers` resolved them to whatever
+# its stdin was (/dev/null here, a character device under /dev; a drive when stdin is one),
+# and the rule then let the agent's user point root's smartctl at any descriptor it holds.
+# Only block device nodes (and NVMe controllers' character nodes) of drives get a rule.
+DESCRIPTOR_NAMES = ["/dev/stdin", "/dev/fd/0", "/dev/stderr", "/proc/self/fd/0"]
+
+
+def _loop_device() -> Path | None:
+    loops = sorted(Path("/dev").glob("loop[0-9]*"))
+    return loops[0] if loops and os.access(loops[0], os.R_OK) else None
+
+
+@pytest.mark.parametrize("stdin", ["null", "block device"])
+def test_sudoers_refuses_names_that_resolve_through_its_descriptors(
+    tmp_path: Path, fake_host: FakeHost, stdin: str
+) -> None:
+    loop = _loop_device()
+    if stdin == "block device" and loop is None:
+        pytest.skip("no readable loop device to give as stdin")
+    names = [*DESCRIPTOR_NAMES, "/dev/null"]
+    root = fake_drives(tmp_path / "fake", ["/dev/sdzz -d sat", *(f"{n} -d sat" for n in names)])
+    env = {**fake_host.env(), "FAKE_SMARTCTL_DIR": str(root)}
+    with open(loop if stdin == "block device" and loop else os.devnull, "rb") as given:
+        result = run_diskprobe(["sudoers", "--config", str(config_file(tmp_path))], env,
+                               stdin=given.fileno())  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert_no_traceback(result.stderr)
+    assert "-- /dev/sdzz" in result.stdout, result.stdout
+    for name in names:
+        assert f"-- {name}" not in result.stdout, name
+        warned = [line for line in result.stderr.splitlines() if f"'{name}'" in line]
+        assert len(warned) == 1, (name, result.stderr)
+        assert warned[0].startswith("W! sudoers: refused drive name: "), warned
+
+
+@pytest.mark.parametrize("name", DESCRIPTOR_NAMES)
+def test_a_configured_descriptor_name_is_a_config_error(
+    tmp_path: Path, fake_host: FakeHost, name: str
+) -> None:
+    root = fake_drives(tmp_path / "fake", [])
+    config = config_file(tmp_path, f'devices = ["{name} -d sat"]\n')
+    env = {**fake_host.env(), "FAKE_SMARTCTL_DIR": str(root)}
+    result = run_diskprobe(["sudoers", "--config", str(config)], env)
+    assert result.returncode == 2 and result.stdout == "", result.stdout
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("E! config: ") and name in lines[0], lines

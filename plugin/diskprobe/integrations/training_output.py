@@ -27,6 +27,7 @@ import time
 from pathlib import Path
 from typing import Any, Mapping, TextIO, cast
 
+from diskprobe import files
 from diskprobe.compute.job_names import job_name, job_rank
 from diskprobe.config.output import OutputConfig
 from diskprobe.log import Logger
@@ -67,12 +68,13 @@ def job_tags(env: Mapping[str, str], job: str | None = None,
 
 
 def default_spool_base(env: Mapping[str, str]) -> Path:
+    """$XDG_STATE_HOME/diskprobe/training if it can be made there safely (a container may have
+    no writable home, a home may be open to others), else `<tmp>/diskprobe-<uid>/training`,
+    which _open checks in turn (files.make_private_tree)."""
     base = Path(state_home(env)) / "diskprobe" / "training"
-    try:
-        base.mkdir(parents=True, exist_ok=True, mode=0o700)
+    if files.make_private_tree(str(base)) is None:
         return base
-    except OSError:  # a container without a writable home
-        return Path(tempfile.gettempdir()) / f"diskprobe-{os.getuid()}" / "training"
+    return Path(tempfile.gettempdir()) / f"diskprobe-{os.getuid()}" / "training"
 
 
 class TrainingOutput:
@@ -104,6 +106,11 @@ class TrainingOutput:
         safe_job = re.sub(r"[^A-Za-z0-9._-]", "_", self.tags["job"])[:64]
         name = f"{safe_job}-rank{self.tags['rank']}"
         url, bucket, org, token_file, timeout = self._server
+        # Every directory up to / must be root's or ours and closed to others (unless sticky):
+        # whoever may rename one could swap the spool for theirs.
+        problem = files.make_private_tree(str(self._base))
+        if problem is not None:
+            raise OutputFailed(f"diskprobe training output: spool {self._base} refused: {problem}")
         for spool in (self._base / name, self._base / f"{name}-pid{os.getpid()}"):
             config = OutputConfig(kind="influxdb", url=url, bucket=bucket, org=org,
                                   token_file=token_file, timeout=timeout, spool_dir=str(spool),
@@ -118,10 +125,10 @@ class TrainingOutput:
         raise OutputFailed(f"diskprobe training output: no usable spool under {self._base}")
 
     def write(self, report: Mapping[str, Any]) -> None:
-        """Queues the window's point (the training thread returns at once); OutputFailed when
-        an earlier one found the spool unusable."""
+        """Queues the window's point (the training thread returns at once); dropped once the
+        spool was found unusable (said once, by the writer thread)."""
         if self.failed is not None:
-            raise self.failed
+            return
         if self._writer is None:
             self._writer = threading.Thread(target=self._write_points, daemon=True,
                                             name="diskprobe-training-output")  # fmt: skip

@@ -38,8 +38,8 @@ SMART = MeasurementSpec(
             "exit_status",
             "int",
             "bitmask",
-            "smartctl's exit status (bits 0-1 command failures, 2+ disk conditions; smartctl(8)); "
-            "for nvme-cli reads 0, and -1 wherever a read did not run or timed out.",
+            "smartctl's exit status, a bitmask (smartctl(8)): bits 0-2 say a command failed (0 the command line, 1 the device open, or the drive left in a low-power mode by `nocheck`, 2 a SMART or other ATA command to the disk, or a checksum error), bits 3-7 what the disk reports (3 DISK FAILING, 4 prefail attributes at or below threshold, 5 attributes at or below threshold in the past, 6 error log entries, 7 self-test errors). A read whose output holds no drive data (identity, counter, attribute or health verdict) failed whatever the bits: this field alone, one W!, one `exec_failures`. "
+            "For nvme-cli reads 0, and -1 wherever a read did not run or timed out.",
         ),
         _f("health_ok", "bool", "", "smartctl's overall self-assessment: true for PASSED."),
         _f(

@@ -98,6 +98,8 @@ def node_problem(spec: DriveSpec) -> str:
     path = spec.path
     if not path.startswith("/dev/"):
         return f"device path {path!r}: not under /dev"
+    if _through_proc(path):  # /dev/stdin, /dev/fd/N: whatever the opener holds, no drive
+        return f"device path {path!r}: resolves through /proc (a process's own descriptors)"
     real = os.path.realpath(path)
     if not real.startswith("/dev/"):
         return f"device path {path!r}: leads out of /dev, to {real!r}"
@@ -114,6 +116,55 @@ def node_problem(spec: DriveSpec) -> str:
     if _MEGARAID_BUS.fullmatch(path) or stat.S_ISBLK(mode) or stat.S_ISCHR(mode):
         return ""
     return f"device path {path!r}: not a block or character device"
+
+
+def rule_problem(spec: DriveSpec) -> str:
+    """Why a sudo rule must not name this drive ("" when it may): node_problem, and the node
+    must be a drive's, a block device or an NVMe controller's character device (a rule lets
+    the agent's user run root's smartctl on it). Absent for now, or MegaRAID's /dev/bus/N:
+    as node_problem has them."""
+    problem = node_problem(spec)
+    if problem or _MEGARAID_BUS.fullmatch(spec.path):
+        return problem
+    try:
+        info = os.stat(spec.path)
+    except FileNotFoundError:
+        return ""
+    except OSError as error:
+        return f"device path {spec.path!r}: {error.strerror}"
+    if stat.S_ISBLK(info.st_mode) or (stat.S_ISCHR(info.st_mode) and _nvme(info.st_rdev)):
+        return ""
+    return f"device path {spec.path!r}: not a drive's node (a block device or an NVMe controller)"
+
+
+def _nvme(rdev: int) -> bool:
+    """Is this character device an NVMe controller? (sysfs: its subsystem is class/nvme.)"""
+    link = f"/sys/dev/char/{os.major(rdev)}:{os.minor(rdev)}/subsystem"
+    return os.path.basename(os.path.realpath(link)) == "nvme"
+
+
+def _through_proc(path: str) -> bool:
+    """Does resolving `path`, link by link, pass through /proc? /dev/stdin, /dev/fd/N and
+    /proc/self/fd/N lead there, to a descriptor of whichever process opens the path."""
+    pending = [part for part in path.split("/") if part][::-1]  # a stack: the next part last
+    current, links = "/", 0
+    while pending:
+        part = pending.pop()
+        if part == ".":
+            continue
+        current = os.path.dirname(current) if part == ".." else os.path.join(current, part)
+        if current == "/proc" or current.startswith("/proc/"):
+            return True
+        try:
+            target = os.readlink(current)
+        except OSError:  # not a link, or nothing there
+            continue
+        links += 1
+        if links > 40:  # a loop: os.stat says so (ELOOP) in node_problem
+            return False
+        pending += [part for part in target.split("/") if part][::-1]
+        current = "/" if target.startswith("/") else os.path.dirname(current)
+    return False
 
 
 def _writable_directory(path: str) -> str:

@@ -126,8 +126,10 @@ def read_nvme_cli(spec: DriveSpec, runner: CommandRunner, roots: HostRoots) -> D
     """One `nvme smart-log` process per read; identity from sysfs, even for a failed read."""
     controller = controller_of(spec)
     identity = read_identity(roots, controller) if controller else Identity()
-    read = _outcome(spec, runner.run(smart_log_args(spec)), runner.timeout)
-    if read.problem:  # tags only: a failed read carries no health fields
+    result = runner.run(smart_log_args(spec))
+    read = _outcome(spec, result, runner.timeout)
+    if read.problem:  # tags only: a failed read carries no health fields; one exec failure
+        runner.count_failure(result)
         tags = replace(read.health, model=identity.model, serial=identity.serial)
         return replace(read, health=tags)
     return replace(read, health=with_identity(read.health, identity))

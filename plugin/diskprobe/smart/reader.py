@@ -53,21 +53,44 @@ def text_args(spec: DriveSpec, nocheck: str) -> list[str]:
 
 
 def read_json(spec: DriveSpec, runner: CommandRunner, nocheck: str) -> DriveRead:
-    """smartctl >= 7.0: `--json=c --all`; raises NotSmartctlJson when no JSON came back."""
+    """smartctl >= 7.0: `--json=c --all`; raises NotSmartctlJson when no JSON came back.
+    A failed read counts as an exec failure, whatever smartctl's exit status said."""
     result = runner.run(json_args(spec, nocheck))
-    failed = failure(spec, result, runner.timeout)
+    try:
+        read = _json_read(spec, result, runner.timeout)
+    except json_parser.NotSmartctlJson:
+        runner.count_failure(result)
+        raise
+    if read.problem:
+        runner.count_failure(result)
+    return read
+
+
+def _json_read(spec: DriveSpec, result: ExecResult, timeout: float) -> DriveRead:
+    failed = failure(spec, result, timeout)
     if failed is not None:
         return failed
     data = json_parser.load(result.stdout)
     health = json_parser.parse(data, spec.tag)
-    if health.exit_status & 0b11 and not health.standby and not has_identity(health):
+    # No drive data, whatever the exit bits (bit 2 is a failed command too, smartctl(8)); a
+    # drive left asleep by -n is no failure.
+    if not health.standby and not has_drive_data(health):
         said = "; ".join(json_parser.messages(data))
-        return _problem(spec, health, result, said or "smartctl could not read it")
+        return _problem(spec, health, result, said or no_data(result))
     return DriveRead(spec, health)
+
+
+def no_data(result: ExecResult) -> str:
+    return f"no drive data in smartctl's output (exit status {result.exit_status})"
 
 
 def has_identity(health: DriveHealth) -> bool:
     return bool(health.model or health.serial or health.counters or health.attributes)
+
+
+def has_drive_data(health: DriveHealth) -> bool:
+    """Anything the drive said: identity, a counter, an attribute or the health verdict."""
+    return has_identity(health) or health.health_ok is not None
 
 
 def failure(spec: DriveSpec, result: ExecResult, timeout: float) -> DriveRead | None:

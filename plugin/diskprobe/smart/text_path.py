@@ -19,11 +19,11 @@ from diskprobe.smart.pysmart_adapter import RunnerSmartctl, capacity_bytes, pysm
 from diskprobe.smart.reader import (
     DriveRead,
     failure,
-    has_identity,
+    has_drive_data,
     problem_from_text,
     text_args,
 )
-from diskprobe.smart.runner import CMDLINE_ERROR, OPEN_FAILED, CommandRunner, ExecResult
+from diskprobe.smart.runner import CommandRunner, ExecResult
 
 # pySMART accepts no "auto" and rejects most -d types ("Unknown interface"), so it gets a
 # parse hint for what the output turned out to be, not the spec's type: sat for ATA, sas for
@@ -49,18 +49,25 @@ class OneReadSmartctl(RunnerSmartctl):
 
 
 def read_text(spec: DriveSpec, runner: CommandRunner, nocheck: str) -> DriveRead:
+    """As read_json: a failed read counts as an exec failure, whatever the exit status."""
     smartctl = OneReadSmartctl(spec, runner, nocheck)
+    read = _text_read(spec, smartctl, runner.timeout)
+    if read.problem and smartctl.last is not None:
+        runner.count_failure(smartctl.last)
+    return read
+
+
+def _text_read(spec: DriveSpec, smartctl: OneReadSmartctl, timeout: float) -> DriveRead:
     result = smartctl.read()
-    failed = failure(spec, result, runner.timeout)
+    failed = failure(spec, result, timeout)
     if failed is not None:
         return failed
     health = text_parser.parse(result.stdout, spec.tag)
     health.exit_status = result.exit_status or 0
     if health.power_mode != "active":
         return DriveRead(spec, health)
-    # As read_json: the open failed, or nothing readable came back, and no drive is in it.
-    failed_open = health.exit_status & (CMDLINE_ERROR | OPEN_FAILED)
-    if (failed_open or health.health_ok is None) and not has_identity(health):
+    # As read_json: no drive in the output, whatever the exit bits, is a failed read.
+    if not has_drive_data(health):
         return problem_from_text(spec, health, result)
     if lacks_pysmart_fields(health):
         fill_from_pysmart(health, pysmart_device(spec, smartctl, health.protocol))
