@@ -20,7 +20,7 @@ from dashgen.build import tags
 from dashgen.model import WARN, Alert, Level
 from dashgen.query import Select
 from dashgen.refs import JOB, quote
-from diskprobe.diagnose.report import ADVICE
+from diskprobe.compute.bottleneck_advice import ADVICE
 
 WINDOW = "15m"
 MIN_POINTS = 3  # at the agent's default 10 s interval, 90 in the window

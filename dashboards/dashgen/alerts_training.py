@@ -16,7 +16,7 @@ from dashgen.build import agg, tags
 from dashgen.model import Alert, Level
 from dashgen.query import Select
 from dashgen.refs import TRAINING
-from diskprobe.diagnose.report import ADVICE
+from diskprobe.compute.bottleneck_advice import ADVICE
 
 WINDOW = "15m"  # at ~50 steps a window, dozens of windows per rank
 

@@ -18,9 +18,10 @@ from diskprobe.collectors.job_evidence import (
 from diskprobe.collectors.job_process import thread_facts
 from diskprobe.collectors.task_classify import Classifier
 from diskprobe.compute.bottleneck import Counts, Shares, Verdict, decide
+from diskprobe.compute.bottleneck_advice import ADVICE
 from diskprobe.compute.thread_roles import Groups, group_threads
 from diskprobe.diagnose.latency import WatchLatency
-from diskprobe.diagnose.report import ADVICE, active_io_share, render_text, sentence, shares_dict
+from diskprobe.diagnose.report import active_io_share, render_text, sentence, shares_dict
 from diskprobe.diagnose.watch import Watch, Watched
 from diskprobe.log import Logger
 from diskprobe.roots import HostRoots
