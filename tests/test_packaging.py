@@ -87,8 +87,9 @@ def test_sdist_holds_what_a_build_needs_and_the_wheel_the_whole_package(dist: Di
     sources = {
         path.relative_to(PACKAGE.parent).as_posix()
         for path in PACKAGE.rglob("*")
-        # Modules, py.typed and the package data (smart/afr_table.toml, read at start-up).
-        if path.suffix in (".py", ".typed", ".toml") and "__pycache__" not in path.parts
+        # Modules, py.typed and the package data (smart/afr_table.toml, read at start-up;
+        # sources/bpf/latency.bt, the program [latency] gives bpftrace).
+        if path.suffix in (".py", ".typed", ".toml", ".bt") and "__pycache__" not in path.parts
     }
     with tarfile.open(dist.sdist) as sdist:
         in_sdist = {name.split("/", 1)[1] for name in sdist.getnames() if "/" in name}

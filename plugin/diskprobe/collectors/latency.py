@@ -50,7 +50,7 @@ class LatencyCollector(BaseCollector[LatencyConfig]):
     name = "latency"
     needs_prime = True  # the first collect() starts the child
 
-    def __init__(self, config: LatencyConfig, context: CollectorContext,
+    def __init__(self, config: LatencyConfig, context: CollectorContext, *,
                  script: Path = SCRIPT) -> None:  # fmt: skip
         super().__init__(config, context)
         self._script = script
