@@ -10,9 +10,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
 
-from bench.bench_io import sd_name
 from diskprobe.schema.smart import SMART, SMART_ATTR
 from diskprobe.smart.devices import DriveSpec
+from kernel_diskstats import sd_name
 from smart_golden import collect_once
 from smart_harness import TESTS
 

@@ -2,6 +2,9 @@
 
 Only the HTTP service runs (plus the backup RPC listener influxd always opens); both bind
 to 127.0.0.1 on ports picked free at start-up. Talks to the server with urllib only.
+
+Size: one server fixture; 65 of its lines are influxd's configuration, written whole so that
+every service influxd would open is named and turned off.
 """
 
 from __future__ import annotations

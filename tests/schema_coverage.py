@@ -28,6 +28,10 @@ Also recorded: the diskprobe_training points of the training-job integrations
 Not recorded: points the installed command prints in a subprocess, and metrics tests build
 themselves (serializer tests feed made-up names on purpose). So a name only the subprocess
 tests emit counts as never emitted: cover it in process.
+
+Size: one pytest plugin (conftest.py registers it): the record, the observing wrappers and the
+session hooks that judge it share the session's state; the hooks (SchemaCoverage, 150 lines)
+are mostly bookkeeping of what a partial run did (xdist workers, deselection, skips).
 """
 
 from __future__ import annotations

@@ -1,10 +1,11 @@
 """The golden SMART cases (tests/golden/smart-json, tests/golden/smart-text): which there are,
-one read of a case by the real collector, and its comparison with the reviewed expected.out.
+and one read of a case by the real collector.
 
 A case is a folder; it runs as the folder says (tests/smart_harness.py), whichever parser that
 exercises: the collector asks `--version` and reads JSON from smartctl >= 7.0 (the fake's
 default), `--all` text from an older one (the text cases' `version` says 6.6). Used by
-tests/test_smart_golden.py and tests/golden/regenerate.py.
+tests/test_smart_golden.py and tests/golden/regenerate.py; the comparison with expected.out:
+smart_golden_compare.py.
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, NoReturn
 
 import pytest
 
@@ -36,8 +36,6 @@ from smart_harness import (
     make_rig,
     read_calls,
 )
-
-from lineproto import Point, parse_lines
 
 GOLDEN_TREES = (GOLDEN_JSON, GOLDEN_TEXT)
 # The corpus's smartctl-text files that are no golden case's response (pySMART's probes and
@@ -201,81 +199,3 @@ def collect_once(root: Path, workdir: Path, devices: list[str]) -> GoldenRun:
         rig.close()
     text = normalise_timestamps(serialize(collection.metrics), before, after)
     return GoldenRun(text, collection, rig.log_lines(), read_calls(root), (after - before) / 1e9)
-
-
-# -- comparing with expected.out --------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class KnownBug:
-    line: str  # "diskprobe_smart" or "diskprobe_smart_attr id=7"
-    differs: frozenset[str]  # exactly these differ: "field:firmware", "tag:media"
-    bug: str
-
-
-def known_bug(line: str, bug: str, *differs: str) -> KnownBug:
-    return KnownBug(line, frozenset(differs), bug)
-
-
-def golden_key(point: Point) -> str:
-    """How golden lines are paired: the drive point, and each attribute by its id."""
-    if point.measurement == SMART_ATTR.name:
-        return f"{SMART_ATTR.name} id={point.tags.get('id')}"
-    return point.measurement
-
-
-def golden_by_key(points: list[Point]) -> dict[str, Point]:
-    keyed = {golden_key(point): point for point in points}
-    assert len(keyed) == len(points), "two lines with the same measurement and attribute id"
-    return keyed
-
-
-def golden_differences(expected: Point, actual: Point) -> frozenset[str]:
-    """The tags and fields that differ; type() as well: 1, 1.0 and True are not equal here."""
-    out = set()
-    for kind, want, got in (
-        ("tag", expected.tags, actual.tags),
-        ("field", expected.fields, actual.fields),
-    ):
-        for name in set(want) | set(got):
-            missing = name not in want or name not in got
-            if missing or (type(want[name]), want[name]) != (type(got[name]), got[name]):
-                out.add(f"{kind}:{name}")
-    if expected.time_ns != actual.time_ns:
-        out.add("timestamp")
-    return frozenset(out)
-
-
-def compare_with_expected(
-    case: Path, text: str, known: tuple[KnownBug, ...], xfail: Callable[[str], NoReturn]
-) -> None:
-    """The run's lines against the reviewed expected.out: the same lines, every tag and field
-    equal, except exactly the differences a KnownBug names (then `xfail` with its bug); a
-    KnownBug whose difference is gone fails, so that its entry gets removed."""
-    name = case_id(case)
-    expected_file = case / "expected.out"
-    assert expected_file.is_file(), (
-        f"{name}: no expected.out; run tests/golden/regenerate.py {name}, review the lines "
-        "against the response, then write it with --write"
-    )
-    expected = golden_by_key(parse_lines(expected_file.read_text(encoding="utf-8")))
-    actual = golden_by_key(parse_lines(text))
-    assert list(actual) == list(expected), f"{name}: lines differ\n{text}"
-    by_line = {bug.line: bug for bug in known}
-    differing = {key: golden_differences(expected[key], actual[key]) for key in expected}
-    differing = {key: names for key, names in differing.items() if names}
-    unexpected = {
-        key: sorted(names)
-        for key, names in differing.items()
-        if key not in by_line or names != by_line[key].differs
-    }
-    assert not unexpected, (
-        f"{name}: output differs from the reviewed expected.out in {unexpected}\ngot:\n{text}"
-    )
-    fixed = sorted(line for line in by_line if line not in differing)
-    assert not fixed, (
-        f"{name}: {fixed} now match expected.out: the bug is fixed, remove the entry "
-        "from KNOWN_PLUGIN_BUGS"
-    )
-    if differing:
-        xfail("; ".join(sorted({by_line[key].bug for key in differing})))

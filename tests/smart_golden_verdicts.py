@@ -2,7 +2,8 @@
 failing-* drives' verdict and the reasons it must include, taken from the corpus MANIFEST's
 `what` column; the healthy-named drives that legitimately warn; the cases with no verdict.
 Keyed by case id ("smart-json/<name>", "smart-text/<name>"), each tree's table as reviewed.
-Data only, one commented row per drive: it is as long as the corpus has failing drives.
+
+Size: data only, one commented row per drive: it is as long as the corpus has failing drives.
 """
 
 from __future__ import annotations

@@ -17,6 +17,7 @@ from diskprobe.compute.failslow import FailSlowDetector, FailSlowRules, Transiti
 from diskprobe.compute.failslow_state import key_of
 from diskprobe.compute.peers import peer_group, sample_keys
 from diskprobe.compute.sliding import SlidingSums
+from kernel_diskstats import RequestTimes
 
 WINDOW = 1800.0
 INTERVAL = 10.0
@@ -181,20 +182,12 @@ def test_fast_devices_are_judged_where_the_millisecond_bound_decides() -> None:
     assert detector.tracks["b"].ratio is None and detector.tracks["a"].ratio is None
 
 
-class Diskstats:
-    """Fast devices as the kernel counts them: each request's time added in nanoseconds, the
-    running total shown truncated to whole milliseconds (blk-mq since Linux 5.0)."""
-
-    def __init__(self, disks: tuple[str, ...], seed: int) -> None:
-        self.total_ns = dict.fromkeys(disks, 0)
-        self.rng = random.Random(seed)
-
-    def interval(self, disk: str, reads: int, service_ms: float, seconds: float) -> dict:
-        before = self.total_ns[disk] // 1_000_000
-        for _ in range(reads):
-            self.total_ns[disk] += round(service_ms * self.rng.uniform(0.8, 1.25) * 1e6)
-        shown_ms = self.total_ns[disk] // 1_000_000 - before
-        return io_fields(reads / seconds, shown_ms / reads if reads else 0.0, interval=seconds)
+def fast_interval(times: RequestTimes, disk: str, reads: int, service_ms: float,
+                  seconds: float) -> dict:  # fmt: skip
+    """A fast device's fields over one interval, its read time as the kernel counts it."""
+    before = times.shown_ms(disk)
+    shown_ms = times.add(disk, reads, service_ms) - before
+    return io_fields(reads / seconds, shown_ms / reads if reads else 0.0, interval=seconds)
 
 
 class FastHost:
@@ -203,16 +196,18 @@ class FastHost:
 
     def __init__(self, disks: tuple[str, ...], window_sec: float, seed: int) -> None:
         self.detector = FailSlowDetector(FailSlowRules(window_sec=window_sec))
-        self.stats = Diskstats(disks, seed)
+        self.times = RequestTimes(disks, seed)
         self.flagged: dict[str, int] = {}
 
     def run(self, steps: range, service: Callable[[int, str], float],
             reads: int = 40) -> dict[str, list[float]]:  # fmt: skip
         """The ratios each device got (intervals without one left out)."""
-        ratios: dict[str, list[float]] = {disk: [] for disk in self.stats.total_ns}
+        ratios: dict[str, list[float]] = {disk: [] for disk in self.times.total_ns}
         for step in steps:
-            devices = {disk: ("ssd:X", self.stats.interval(disk, reads, service(step, disk), 1.0))
-                       for disk in self.stats.total_ns}  # fmt: skip
+            devices = {
+                disk: ("ssd:X", fast_interval(self.times, disk, reads, service(step, disk), 1.0))
+                for disk in self.times.total_ns
+            }
             self.detector.observe(START + step, devices)
             for disk, track in self.detector.tracks.items():
                 if track.ratio is not None:

@@ -24,6 +24,7 @@ import pytest
 import failslow_probe as fp
 from failslow_host import Load, SlowHost, slow_host
 from failslow_probe import Diskprobe, between, ratios
+from kernel_diskstats import reads_line
 
 from ci import skip_or_fail
 from helpers import add_sys_block, write_diskstats
@@ -109,7 +110,7 @@ def test_one_long_gap_under_trigger_stdin_flags_nothing(tmp_path: Path) -> None:
             factor = slow_factor if disk == "sdd" else 1.0
             done, ms = done + reads, ms + round(reads * 8 * factor)
             counters[disk] = (done, ms)
-            lines.append(f"   8 {minor * 16:7} {disk} {done} 0 {done * 8} {ms} 0 0 0 0 0 {ms} {ms}")
+            lines.append(reads_line(8, minor * 16, disk, done, ms))
         write_diskstats(tmp_path / "proc", lines)
 
     config = tmp_path / "diskprobe.toml"

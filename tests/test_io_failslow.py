@@ -24,6 +24,7 @@ from diskprobe.log import Logger
 from diskprobe.metric import Metric
 from diskprobe.roots import HostRoots
 from diskprobe.state import StateStore
+from kernel_diskstats import diskstats_line
 
 from helpers import FakeClock, add_sys_block, write_diskstats
 from lineproto import parse_lines
@@ -61,9 +62,10 @@ class Drives:
         for name, (major, minor) in DRIVES.items():
             self.reads[name] += 200
             self.read_ms[name] += 200 * (slow_ms if name == "sdc" else 2)
-            stats = f"{self.reads[name]} 0 {self.reads[name] * 8} {self.read_ms[name]} 0 0 0 0 0 "
-            lines.append(f"{major:4} {minor:7} {name} {stats}{min(self.read_ms[name], 99)} 0")
-            lines.append(f"{major:4} {minor + 1:7} {name}1 1 0 8 0 0 0 0 0 0 0 0")
+            reads, read_ms = self.reads[name], self.read_ms[name]
+            counters = (reads, 0, reads * 8, read_ms, 0, 0, 0, 0, 0, min(read_ms, 99), 0)
+            lines.append(diskstats_line(major, minor, name, counters))
+            lines.append(diskstats_line(major, minor + 1, f"{name}1", (1, 0, 8, *[0] * 8)))
         write_diskstats(self.root / "proc", lines)
         self.clock.now += INTERVAL
         self.wall += int(INTERVAL)

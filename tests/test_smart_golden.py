@@ -23,15 +23,13 @@ import pytest
 
 from smart_golden import (
     GoldenRun,
-    KnownBug,
     case_id,
-    compare_with_expected,
     corpus_root,
     expected_calls,
     golden_cases,
-    known_bug,
     run_golden_case,
 )
+from smart_golden_compare import KnownBug, compare_with_expected, known_bug
 from smart_golden_verdicts import FAILING, NO_VERDICT, NOT_OK_BUT_HEALTHY_NAMED
 from smart_harness import GOLDEN_JSON
 

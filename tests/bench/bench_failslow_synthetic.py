@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import random
 import subprocess
 import sys
 import tempfile
@@ -30,6 +29,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests/: the shared helpers
 
 from failslow_probe import diskprobe_command
+from kernel_diskstats import RequestTimes, reads_line
 
 from helpers import add_sys_block, write_diskstats
 from lineproto import parse_line
@@ -43,8 +43,7 @@ class Replay:
 
     def __init__(self, root: Path, rate: int, factor: float, args: argparse.Namespace) -> None:
         self.root, self.rate, self.factor, self.args = root, rate, factor, args
-        self.rng = random.Random(f"{rate}/{factor}")
-        self.total_ns = dict.fromkeys(DEVICES, 0)
+        self.times = RequestTimes(DEVICES, f"{rate}/{factor}")
         self.reads = dict.fromkeys(DEVICES, 0)
         for device in DEVICES:
             add_sys_block(root / "sys", device, device__model="SYNTH", queue__rotational="0")
@@ -55,12 +54,9 @@ class Replay:
         lines = []
         for index, device in enumerate(DEVICES):
             factor = self.factor if slow and device == SLOW else 1.0
-            for _ in range(self.rate):
-                service = self.args.base_ms * factor * self.rng.uniform(0.8, 1.25)
-                self.total_ns[device] += round(service * 1e6)
+            ms = self.times.add(device, self.rate, self.args.base_ms * factor)
             self.reads[device] += self.rate
-            reads, ms = self.reads[device], self.total_ns[device] // 1_000_000
-            lines.append(f" 259 {index:7} {device} {reads} 0 {reads * 8} {ms} 0 0 0 0 0 {ms} {ms}")
+            lines.append(reads_line(259, index, device, self.reads[device], ms))
         write_diskstats(self.root / "proc", lines)
 
     def run(self) -> dict[str, Any]:

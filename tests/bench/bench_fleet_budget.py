@@ -31,8 +31,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests/: the shared helpers
 
-from budget_count import Emitted, Tally, parse_batch, read_recipes
+from budget_count import Emitted, Tally, parse_batch
 from budget_host import SyntheticHost
+from budget_recipes import read_recipes
 from budget_report import print_caps, print_profile, print_summary, summarize
 from fleet_profiles import PROFILES
 

@@ -7,6 +7,10 @@ warm-up and at the end, and exits 1 when the growth is --max-growth-kb or more.
 --tracemalloc runs the same command in-process under tracemalloc and prints the top growth
 between the snapshot after warm-up and the last one (a diagnostic: it is slower).
 See tests/bench/README.md.
+
+Size: one benchmark script: the command it runs, the sampling of that process and the report
+share the run's options and samples; --tracemalloc's in-process variant sits beside the
+run it repeats.
 """
 
 from __future__ import annotations

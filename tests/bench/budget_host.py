@@ -6,7 +6,8 @@ What changes between steps, as on a real node: every counter moves (diskstats, e
 io, each cgroup's io.stat, PSI) at rates that drift and follow a daily curve; short-lived tools
 start and exit under new PIDs; Kubernetes pods end and are replaced by new ones (new pod_uid,
 container ids, cgroups, processes, and volume mounts under /var/lib/kubelet/pods/<uid>/). The
-pods are in budget_pods.py, the disk counters in budget_disks.py. Counters advance by rate x
+pods are in budget_pods.py, the block devices in budget_disks.py, the cgroup tree in
+budget_cgroups.py. Counters advance by rate x
 the REAL seconds since the previous step, because the real diskprobe divides by its own
 monotonic clock: so the rates it reports (and its min_bytes_per_sec filter) see the rates the
 profile means.
@@ -14,7 +15,6 @@ profile means.
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import random
@@ -22,14 +22,14 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from budget_disks import SERVICE_MS, HostCounters, diskstats_line
+from budget_cgroups import CgroupTree
+from budget_disks import SERVICE_MS, HostCounters, add_block, diskstats_text, write_smart_case
 from budget_pods import PodPlanner
-from fleet_profiles import Disk, Mount, Profile, Task
-from soak_node import write_whole
+from fleet_host_types import Disk, Mount, Profile, Task
+from soak_node import stat_line, write_whole
 
 STEP_SEC = 10.0  # one simulated interval: the default agent interval
 TICKS = 100  # USER_HZ
-GOLDEN = Path(__file__).resolve().parent.parent / "golden" / "smart-json"
 
 
 @dataclass
@@ -53,8 +53,6 @@ class SyntheticHost:
         self.step_index, self.next_pid, self.next_mount_id = 0, 1000, 100
         self.procs: dict[int, Proc] = {}
         self.counters = HostCounters()
-        self.cgroup_own: dict[str, dict[tuple[int, int], list[float]]] = {}
-        self.cgroup_text: dict[str, str] = {}
         self.devnos = {d.name: (d.major, d.minor) for d in profile.disks}
         self.disks: dict[str, tuple[int, int]] = dict(self.devnos)  # + PVC devices (rbdN)
         self.mounts: list[Mount] = list(profile.mounts)
@@ -76,18 +74,16 @@ class SyntheticHost:
             path.mkdir(parents=True, exist_ok=True)
         (self.proc / "stat").write_text("cpu 1 1 1 1\nbtime 1700000000\n")
         (self.proc / "sys" / "kernel" / "task_delayacct").write_text("1\n")
-        cgroot = self.sys / "fs" / "cgroup"
-        cgroot.mkdir(parents=True)
-        (cgroot / "cgroup.controllers").write_text("cpuset cpu io memory hugetlb pids rdma\n")
+        self.cgroups = CgroupTree(self.sys / "fs" / "cgroup")
         for disk in self.profile.disks:
             self.add_block(disk.name, disk.major, disk.minor, None, disk)
             for suffix in disk.partitions:
                 minor = disk.minor + int("".join(c for c in suffix if c.isdigit()))
                 self.add_block(disk.name + suffix, disk.major, minor, disk.name, None)
             if disk.smart_case:
-                self._smart_case(disk)
+                write_smart_case(self.smart, disk)
         for service in self.profile.services:
-            self.cgroup_dir(f"/system.slice/{service}")
+            self.cgroups.add(f"/system.slice/{service}")
         for task in self.profile.daemons:
             for _ in range(task.copies):
                 self.spawn(task, None)
@@ -97,33 +93,7 @@ class SyntheticHost:
 
     def add_block(self, name: str, major: int, minor: int, parent: str | None,
                   disk: Disk | None) -> None:  # fmt: skip
-        directory = self.sys / "devices" / "virtual" / "block" / (parent or "") / name
-        directory.mkdir(parents=True, exist_ok=True)
-        if parent is not None:
-            (directory / "partition").write_text("1\n")
-        link = self.sys / "class" / "block" / name
-        link.parent.mkdir(parents=True, exist_ok=True)
-        if not link.is_symlink():
-            link.symlink_to(directory)
-        dev = self.sys / "dev" / "block" / f"{major}:{minor}"
-        if not dev.is_symlink():
-            dev.symlink_to(directory)
-        if disk is not None and disk.model:
-            (directory / "queue").mkdir(exist_ok=True)
-            (directory / "queue" / "rotational").write_text("1\n" if name[:2] == "sd" else "0\n")
-            udev = f"E:ID_MODEL={disk.model.replace(' ', '_')}\nE:ID_SERIAL_SHORT={disk.serial}\n"
-            (self.run / "udev" / "data" / f"b{major}:{minor}").write_text(udev)
-
-    def _smart_case(self, disk: Disk) -> None:
-        case = self.smart / disk.name
-        case.mkdir()
-        document = json.loads((GOLDEN / disk.smart_case / "response.json").read_text())
-        path = f"/dev/{disk.name[:-2]}" if disk.smart_type == "nvme" else f"/dev/{disk.name}"
-        document["serial_number"] = disk.serial
-        if isinstance(document.get("device"), dict):
-            document["device"]["name"] = document["device"]["info_name"] = path
-        (case / "response.json").write_text(json.dumps(document))
-        (case / "device").write_text(f"{path} -d {disk.smart_type}\n")
+        add_block(self.sys, self.run, name, major, minor, parent, disk)
 
     # -- processes and cgroups --------------------------------------------------------------
 
@@ -144,7 +114,7 @@ class SyntheticHost:
         (directory / "cgroup").write_text(f"0::{task.cgroup}\n")
         self._write_proc(proc)
         if task.cgroup != "/":
-            self.cgroup_dir(task.cgroup)
+            self.cgroups.add(task.cgroup)
         self.events["processes_started"] += 1
         return proc
 
@@ -154,10 +124,7 @@ class SyntheticHost:
         return [self.devnos[task.device or self.profile.disks[0].name]]
 
     def _write_proc(self, proc: Proc) -> None:
-        rest = ["0"] * 49
-        rest[0], rest[1], rest[2] = "S", "1", str(proc.pid)
-        rest[19], rest[39] = str(proc.started), str(int(proc.blkio))
-        stat = f"{proc.pid} ({proc.task.name}) " + " ".join(rest) + "\n"
+        stat = stat_line(proc.pid, proc.task.name, proc.started, int(proc.blkio))
         write_whole(self.proc / str(proc.pid) / "stat", stat)
         read, write = int(proc.read), int(proc.write)
         write_whole(self.proc / str(proc.pid) / "io",
@@ -169,23 +136,6 @@ class SyntheticHost:
         shutil.rmtree(self.proc / str(proc.pid))
         del self.procs[proc.pid]
         self.events["processes_exited"] += 1
-
-    def cgroup_dir(self, cgroup: str) -> None:
-        relative = cgroup.strip("/")
-        self.cgroup_own.setdefault(relative, {})
-        (self.sys / "fs" / "cgroup" / relative).mkdir(parents=True, exist_ok=True)
-
-    def remove_cgroup(self, cgroup: str) -> None:
-        """rmdir: the kernel folds a removed cgroup's counters into its parent's (rstat), so
-        the ancestors' io.stat never go back."""
-        relative = cgroup.strip("/")
-        parent = self.cgroup_own.setdefault(os.path.dirname(relative), {})
-        for devno, row in self.cgroup_own.pop(relative, {}).items():
-            total = parent.setdefault(devno, [0.0] * 4)
-            for index in range(4):
-                total[index] += row[index]
-        self.cgroup_text.pop(relative, None)
-        shutil.rmtree(self.sys / "fs" / "cgroup" / relative)
 
     # -- mounts -----------------------------------------------------------------------------
 
@@ -243,7 +193,7 @@ class SyntheticHost:
             proc.blkio += task.wait * noise * real_dt * TICKS
             self._write_proc(proc)
             share = 1.0 / len(proc.devnos)
-            own = self.cgroup_own.get(task.cgroup.strip("/"))
+            own = self.cgroups.own.get(task.cgroup.strip("/"))
             for devno in proc.devnos:
                 kind = next((k for k in SERVICE_MS if self._name(devno).startswith(k)), "sd")
                 self.counters.add(devno, read * share, write * share, SERVICE_MS[kind])
@@ -254,8 +204,9 @@ class SyntheticHost:
                     row[2] += int(read * share / 65536) + 1
                     row[3] += int(write * share / 131072) + 1
         self.counters.busy(real_dt)
-        self._write_diskstats()
-        self._write_cgroups()
+        write_whole(self.proc / "diskstats",
+                    diskstats_text(self.disks, self.counters, self.profile.disks))  # fmt: skip
+        self.cgroups.write()
         some = min(99.0, 2.0 * level * math.exp(gauss(0, spread)))
         total = int(self.step_index * STEP_SEC * some * 1e4)
         write_whole(self.proc / "pressure" / "io",
@@ -265,39 +216,3 @@ class SyntheticHost:
 
     def _name(self, devno: tuple[int, int]) -> str:
         return next((name for name, number in self.disks.items() if number == devno), "sd")
-
-    def _write_diskstats(self) -> None:
-        lines = []
-        for name, (major, minor) in sorted(self.disks.items(), key=lambda item: item[1]):
-            row = self.counters.values.get((major, minor), [0.0] * 7)
-            lines.append(diskstats_line(major, minor, name, row))
-            disk = next((d for d in self.profile.disks if d.name == name), None)
-            for suffix in disk.partitions if disk else ():
-                part_minor = minor + int("".join(c for c in suffix if c.isdigit()))
-                share = 0.9 if suffix in ("p2", "1") else 0.02
-                lines.append(diskstats_line(major, part_minor, name + suffix,
-                                             [v * share for v in row]))  # fmt: skip
-        for index in range(4):  # snaps: loop devices, excluded by default
-            lines.append(diskstats_line(7, index, f"loop{index}", [1.0] * 7))
-        write_whole(self.proc / "diskstats", "".join(lines))
-
-    def _write_cgroups(self) -> None:
-        subtree: dict[str, dict[tuple[int, int], list[float]]] = {}
-        for path, own in self.cgroup_own.items():
-            parts = path.split("/")
-            for depth in range(1, len(parts) + 1):
-                target = subtree.setdefault("/".join(parts[:depth]), {})
-                for devno, row in own.items():
-                    total = target.setdefault(devno, [0.0] * 4)
-                    for index in range(4):
-                        total[index] += row[index]
-        for path, rows in subtree.items():
-            text = "".join(f"{ma}:{mi} rbytes={int(r[0])} wbytes={int(r[1])} rios={int(r[2])} "
-                           f"wios={int(r[3])} dbytes=0 dios=0\n"
-                           for (ma, mi), r in sorted(rows.items()))  # fmt: skip
-            if self.cgroup_text.get(path) != text and (self.sys / "fs" / "cgroup" / path).is_dir():
-                self.cgroup_text[path] = text
-                write_whole(self.sys / "fs" / "cgroup" / path / "io.stat", text)
-                write_whole(self.sys / "fs" / "cgroup" / path / "io.pressure",
-                            "some avg10=0.50 avg60=0.40 avg300=0.30 total=1000\n"
-                            "full avg10=0.20 avg60=0.10 avg300=0.10 total=500\n")  # fmt: skip

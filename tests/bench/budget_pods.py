@@ -17,7 +17,7 @@ import random
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from fleet_profiles import MB, Mount, PodMix, Task
+from fleet_host_types import MB, Mount, PodMix, Task
 
 if TYPE_CHECKING:
     from budget_host import Proc, SyntheticHost
@@ -71,7 +71,7 @@ class PodPlanner:
         slice_ = (f"/kubepods.slice/kubepods-{qos}.slice/kubepods-{qos}-pod{unit}.slice" if qos
                   else f"/kubepods.slice/kubepods-pod{unit}.slice")  # fmt: skip
         pod = Pod(uid, rng.random() < mix.long_share, slice_)
-        host.cgroup_dir(slice_)
+        host.cgroups.add(slice_)
         device = self._volumes(pod)
         sandbox = self._container(pod, [Task("pause", 65535, "")], device)
         host.mount(Mount(f"/run/containerd/io.containerd.grpc.v1.cri/sandboxes/{sandbox}/shm",
@@ -94,7 +94,7 @@ class PodPlanner:
         host, container = self.host, self._hex(64)
         scope = f"{pod.slice}/cri-containerd-{container}.scope"
         pod.scopes.append(scope)
-        host.cgroup_dir(scope)
+        host.cgroups.add(scope)
         host.mount(Mount(f"/run/containerd/io.containerd.runtime.v2.task/k8s.io/{container}"
                          "/rootfs", 0, 91, "overlay", "overlay"))  # fmt: skip
         pod.mounts.append(host.mounts[-1].path)
@@ -137,8 +137,8 @@ class PodPlanner:
             if proc.pid in host.procs:
                 host.reap(proc)
         for scope in reversed(pod.scopes):
-            host.remove_cgroup(scope)
-        host.remove_cgroup(pod.slice)
+            host.cgroups.remove(scope)
+        host.cgroups.remove(pod.slice)
         for path in pod.mounts:
             host.mounts = [m for m in host.mounts if m.path != path]
         if pod.rbd is not None:

@@ -11,9 +11,10 @@ from collections import Counter
 from statistics import mean
 from typing import Any
 
-from budget_count import SMART, Recipe, Tally
+from budget_count import SMART, Tally
 from budget_host import STEP_SEC, SyntheticHost
-from fleet_profiles import Profile
+from budget_recipes import Recipe
+from fleet_host_types import Profile
 
 from diskprobe.config import load_config
 
@@ -103,7 +104,7 @@ def summarize(name: str, profile: Profile, host: SyntheticHost, recipes: list[Re
         "simulated_hours": round(intervals * STEP_SEC / 3600, 2),
         "events": dict(host.events),
         "processes_at_end": len(host.procs),
-        "cgroups_at_end": len(host.cgroup_own),
+        "cgroups_at_end": len(host.cgroups.own),
         "mounts_at_end": len(host.mounts),
         "recipes": {r.name: _figures(t, intervals, per_day) for r, t in zip(recipes, tallies)},
         "hourly_new_influx": _hourly(tallies[0]),

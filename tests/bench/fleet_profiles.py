@@ -1,109 +1,34 @@
-"""The three host profiles of the per-host budget (issue 28 section 1), as data.
+"""The fleet's three host profiles, as data: a training node, a storage node and a small VM, the
+one place each is described, in the two forms the fleet benchmarks take (fleet_host_types.py).
 
-A profile says what the synthetic host of tests/bench/budget_host.py holds: its block devices
-(with the SMART corpus case each drive replays through tests/fake_smartctl), its fixed mounts,
-its long-lived daemons, the short-lived tools that start and exit, and its Kubernetes pods
-(how many, how long they live, which volumes they mount). The churn over simulated hours comes
-from these rates; they are assumptions about a workload, written down here so the figures the
-benchmark prints can be read against them (docs: /work/fleet-notes/part1.md, docs/fleet.md).
+For the per-host budget (issue 28 section 1; PROFILES): what the synthetic host
+of tests/bench/budget_host.py holds: its block devices (with the SMART corpus case each drive
+replays through tests/fake_smartctl), its fixed mounts, its long-lived daemons, the short-lived
+tools that start and exit, and its Kubernetes pods (how many, how long they live, which volumes
+they mount). The churn over simulated hours comes from these rates; they are assumptions about
+a workload, written down here so the figures the benchmark prints can be read against them
+(docs: /work/fleet-notes/part1.md, docs/fleet.md).
+
+For the fleet simulation (issue 28 part 2; sim_boot(), sim_storage(), sim_training(), sim_vm()):
+each simulated host's devices, mounts, top processes and cgroups, as the tags of the points
+fleet_sim.py writes; which of its drives fail, turn fail-slow, move or go away is the
+scenario's (fleet_sim_hosts.py). Both forms share the drive counts and the drive models where
+they meet; where they differ (the simulation's training and storage hosts boot from a SATA SSD,
+its storage hosts mix five HDD models), each benchmark's figures in docs/fleet.md were measured
+on its own form.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from fleet_host_types import MB, Disk, Mount, PodMix, Profile, SimDisk, SimHost, Task, Tool
 
-from bench_io import sd_name  # the kernel's sda..sdz, sdaa.. names
+from kernel_diskstats import sd_devno, sd_name
 
-MB = 1 << 20
-
-
-@dataclass(frozen=True)
-class Disk:
-    """A whole disk, its partitions (name suffixes) and the SMART case it replays."""
-
-    name: str
-    major: int
-    minor: int
-    model: str
-    serial: str
-    partitions: tuple[str, ...] = ()
-    smart_case: str = ""  # tests/golden/smart-json/<case>; "" (virtio): no SMART
-    smart_type: str = ""  # smartctl -d TYPE in the scan line
-
-
-@dataclass(frozen=True)
-class Mount:
-    """One mountinfo line: the mount point, the filesystem (maj:min, root) and its type."""
-
-    path: str
-    major: int
-    minor: int
-    fstype: str
-    source: str
-    root: str = "/"
-
-
-@dataclass(frozen=True)
-class Task:
-    """A process kind: name (comm), uid, cgroup, and its I/O (bytes/s, wait s/s) when busy."""
-
-    name: str
-    uid: int
-    cgroup: str
-    read: float = 0.0
-    write: float = 0.0
-    wait: float = 0.0
-    copies: int = 1
-    device: str = ""  # its disk ("": the first; "*": spread over every data disk)
-
-
-@dataclass(frozen=True)
-class Tool:
-    """A short-lived process that starts `per_hour` times and lives `life` intervals."""
-
-    task: Task
-    per_hour: float
-    life: tuple[int, int]
-
-
-@dataclass(frozen=True)
-class PodMix:
-    """Pods on the node: `count` at all times, each replaced when it ends (a new pod_uid)."""
-
-    count: int = 0
-    long_share: float = 0.6  # training jobs; the rest are short (notebooks, data prep, CI)
-    long_hours: float = 8.0  # mean lifetimes (exponential)
-    short_hours: float = 1.0
-    pvc_share: float = 0.5  # a CSI block PVC (rbdN, ext4) mounted under the pod's volumes
-    nfs_share: float = 0.25  # an NFS PV (one of `nfs_exports` shared exports)
-    nfs_exports: int = 6
-    sidecar_share: float = 0.5  # a second container (log shipper)
-    workers: int = 4  # data-loader processes of the main container (same name)
-    main_names: tuple[str, ...] = ("python3", "python", "torchrun")
-    # Scripts run through their shebang have their own comm: a long tail of job names.
-    tail_share: float = 0.3
-    tail_names: tuple[str, ...] = ()
-    uids: tuple[int, ...] = (1000, 0, 1000680000, 1000720000)
-
-
-@dataclass(frozen=True)
-class Profile:
-    name: str
-    summary: str
-    disks: tuple[Disk, ...]
-    mounts: tuple[Mount, ...]  # fixed mounts, pseudo filesystems included (ignored ones too)
-    daemons: tuple[Task, ...]
-    idle: int  # processes that never do storage I/O (kernel threads, shells, agents)
-    tools: tuple[Tool, ...] = ()
-    pods: PodMix = field(default_factory=PodMix)
-    services: tuple[str, ...] = ()  # system.slice units with a cgroup and no task listed
-
-
-def sd_devno(index: int) -> tuple[int, int]:
-    """SCSI disk majors: 8 for the first 16 disks, then 65-71 (16 disks each)."""
-    block, slot = divmod(index, 16)
-    return (8 if block == 0 else 64 + block), slot * 16
-
+NVMES_PER_TRAINING_NODE = 8
+HDDS_PER_STORAGE_NODE = 60
+SAMSUNG_NVME = "SAMSUNG MZQLB1T9HAJR-00007"
+MICRON_NVME = "Micron_7450_MTFDKCC3T2TFS"
+TOSHIBA_HDD = "TOSHIBA MG09ACA18TE"
 
 PSEUDO = (
     Mount("/proc", 0, 21, "proc", "proc"),
@@ -120,9 +45,10 @@ TAIL = tuple(f"{verb}_{model}.py"[:15] for verb in ("train", "eval", "prep", "ex
 
 
 def training_node() -> Profile:
-    nvme = tuple(Disk(f"nvme{i}n1", 259, i * 8, "SAMSUNG MZQLB1T9HAJR-00007", f"S439NA0M{i:06d}",
+    nvme = tuple(Disk(f"nvme{i}n1", 259, i * 8, SAMSUNG_NVME, f"S439NA0M{i:06d}",
                       ("p1", "p2", "p3", "p4") if i == 0 else (),
-                      "nvme-samsung-mzqlb1t9hajr", "nvme") for i in range(8))  # fmt: skip
+                      "nvme-samsung-mzqlb1t9hajr", "nvme")
+                 for i in range(NVMES_PER_TRAINING_NODE))  # fmt: skip
     mounts = (
         *PSEUDO,
         Mount("/", 259, 2, "ext4", "/dev/nvme0n1p2"),
@@ -130,7 +56,7 @@ def training_node() -> Profile:
         Mount("/var/lib/containerd", 259, 3, "xfs", "/dev/nvme0n1p3"),
         Mount("/var/lib/kubelet", 259, 4, "xfs", "/dev/nvme0n1p4"),
         *(Mount(f"/mnt/disks/nvme{i}n1", 259, i * 8, "xfs", f"/dev/nvme{i}n1")
-          for i in range(1, 8)),
+          for i in range(1, NVMES_PER_TRAINING_NODE)),
         Mount("/mnt/datasets", 0, 60, "nfs4", "filer:/datasets"),
         Mount("/home", 0, 61, "nfs4", "filer:/home"),
     )  # fmt: skip
@@ -163,16 +89,16 @@ def training_node() -> Profile:
 
 
 def storage_node() -> Profile:
-    disks = [Disk("nvme0n1", 259, 0, "Micron_7450_MTFDKCC3T2TFS", "2147320AAAAA",
+    disks = [Disk("nvme0n1", 259, 0, MICRON_NVME, "2147320AAAAA",
                   ("p1", "p2"), "nvme-micron-7450-mtfdkcc3t2tfs", "nvme")]  # fmt: skip
     mounts = [*PSEUDO, Mount("/", 259, 2, "ext4", "/dev/nvme0n1p2"),
               Mount("/boot/efi", 259, 1, "vfat", "/dev/nvme0n1p1")]  # fmt: skip
-    for index in range(60):
+    for index in range(HDDS_PER_STORAGE_NODE):
         name, (major, minor) = sd_name(index), sd_devno(index)
         if index % 5 < 3:  # 36 SAS drives, 24 SATA drives behind the same HBA
             case, kind, model = "scsi-seagate-st1200mm0088", "scsi", "ST1200MM0088"
         else:
-            case, kind, model = "ata-hdd-toshiba-mg09aca18te", "sat", "TOSHIBA MG09ACA18TE"
+            case, kind, model = "ata-hdd-toshiba-mg09aca18te", "sat", TOSHIBA_HDD
         disks.append(Disk(name, major, minor, model, f"ZA{index:06d}", ("1",), case, kind))
         mounts.append(Mount(f"/srv/node/d{index:02d}", major, minor + 1, "xfs", f"/dev/{name}1"))
     daemons = [
@@ -231,3 +157,79 @@ def small_vm() -> Profile:
 
 
 PROFILES = {"training": training_node, "storage": storage_node, "vm": small_vm}
+
+
+# -- the fleet simulation's hosts ---------------------------------------------------------------
+
+SIM_HDD_MODELS = ("HGST HUH721008ALE604", "ST16000NM001G-2KK103", TOSHIBA_HDD,
+                  "WDC WD181KRYZ-01AGBB0", "SEAGATE ST1200MM0088")  # fmt: skip
+SIM_NVME_MODELS = (SAMSUNG_NVME, MICRON_NVME, "INTEL SSDPE2KX080T8")
+SIM_BOOT_MODEL = "SAMSUNG MZ7LH1T9HMLT-00005"
+TRAINING_PODS = 50  # [cgroup_io] max_cgroups is 50: the busiest 50 of ~60 pods
+POD_VOLUMES = 20
+DATASETS = ("/mnt/datasets", "nas:/export/datasets", "nfs4")
+
+
+def sim_serial(host: int, device: str) -> str:
+    return f"SIM{host:05d}{device.upper()}"
+
+
+def sim_boot(host: SimHost) -> None:
+    """The boot SSD of a training or storage host, and its mounts."""
+    host.disks.append(SimDisk("sda", "sda", SIM_BOOT_MODEL, sim_serial(host.index, "sda"),
+                              0, "boot"))  # fmt: skip
+    host.mounts += [("/", "sda1", "ext4"), ("/boot", "sda2" if host.profile == "train" else "sda1",
+                                             "ext4")]  # fmt: skip
+
+
+def sim_storage(host: SimHost, ordinal: int) -> None:
+    """60 HDDs of one model (by `ordinal`, the host's number among storage hosts)."""
+    template = ordinal % len(SIM_HDD_MODELS)
+    for slot in range(HDDS_PER_STORAGE_NODE):
+        name = sd_name(slot + 1)
+        host.disks.append(SimDisk(name, name, SIM_HDD_MODELS[template],
+                                  sim_serial(host.index, name), template, "hdd", judged=True))
+    host.mounts += [("/srv/data", "md0", "xfs"), ("/srv/meta", "sda2", "ext4")]
+    host.processes += [("minio", "minio", "/system.slice/minio.service"),
+                       ("xfsaild/md0", "root", "/"),
+                       ("smartd", "root", "/system.slice/smartd.service")]
+    host.cgroups += [(f"system.slice/{unit}.service", "md0")
+                     for unit in ("minio", "node-exporter", "telegraf", "sshd", "chronyd",
+                                  "systemd-journald", "rsyslog", "smartd")]
+
+
+def sim_training(host: SimHost, ordinal: int) -> None:
+    """8 NVMe drives of one model (by `ordinal`), kubelet pod volumes and pod cgroups."""
+    template = ordinal % len(SIM_NVME_MODELS)
+    for slot in range(NVMES_PER_TRAINING_NODE):
+        name = f"nvme{slot}n1"
+        host.disks.append(SimDisk(name, f"nvme{slot}", SIM_NVME_MODELS[template],
+                                  sim_serial(host.index, name), template, "nvme", judged=True))
+    host.mounts += [(f"/mnt/nvme{slot}", f"nvme{slot}n1", "xfs")
+                    for slot in range(NVMES_PER_TRAINING_NODE)]
+    host.mounts += [("/var/lib/kubelet", "sda3", "ext4"), ("/var/lib/containerd", "sda4", "ext4"),
+                    ("/data", "md0", "xfs"), ("/scratch", "md1", "xfs"), DATASETS]
+    for pod in range(POD_VOLUMES):
+        uid = f"{host.index:08x}-{pod:04x}-4e8a-9c0f-1a2b3c4d5e6f"
+        host.mounts.append((f"/var/lib/kubelet/pods/{uid}/volumes/kubernetes.io~csi/"
+                            f"pvc-{pod:04x}{host.index:08x}/mount", f"nvme{pod % 8}n1", "xfs"))
+    host.processes += [("pt_data_worker_", "ml", "/kubepods.slice"),
+                       ("python", "ml", "/kubepods.slice"),
+                       ("containerd", "root", "/system.slice/containerd.service"),
+                       ("kubelet", "root", "/system.slice/kubelet.service"),
+                       ("feature_store", "ml", "/system.slice/feature-store.service")]
+    for pod in range(TRAINING_PODS):
+        uid = f"{host.index:08x}_{pod:04x}_4e8a_9c0f_1a2b3c4d5e6f"
+        path = (f"kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod{uid}.slice/"
+                f"cri-containerd-{host.index:06x}{pod:06x}.scope")
+        host.cgroups.append((path, f"nvme{pod % 8}n1"))
+
+
+def sim_vm(host: SimHost) -> None:
+    """One virtio disk, no SMART."""
+    host.disks.append(SimDisk("vda", "", "", "", kind="virtio"))
+    host.mounts += [("/", "vda1", "ext4"), ("/boot/efi", "vda15", "vfat")]
+    host.processes += [("postgres", "postgres", "/system.slice/postgresql.service"),
+                       ("journald", "root", "/system.slice/systemd-journald.service")]
+    host.cgroups += [(f"system.slice/{unit}.service", "vda")
+                     for unit in ("postgresql", "systemd-journald", "telegraf", "sshd")]

@@ -29,7 +29,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests/: shared helpers
 
-from fleet_sim_hosts import PATTERN, Host
+from fleet_host_types import SimHost
+from fleet_sim_hosts import PATTERN
 from fleet_sim_queries import Query, grafana_queries, run_timed
 
 from dashboard_jobs import AGENT_STEP_S, Since, interval_fields, job_tags, pod_cgroup
@@ -64,7 +65,7 @@ def _fields(kind: str, device: str, mount: str, pid: int) -> tuple[tuple[str, ob
     return tuple(interval_fields(kind, device, mount, pid).items())
 
 
-def job_points(host: Host, anchor_s: int, minutes: int) -> list[Metric]:
+def job_points(host: SimHost, anchor_s: int, minutes: int) -> list[Metric]:
     if host.profile != "train" or host.gone_s:
         return []
     ordinal = training_ordinal(host.index)
@@ -82,7 +83,7 @@ def job_points(host: Host, anchor_s: int, minutes: int) -> list[Metric]:
     return out
 
 
-def expected_jobs(hosts: list[Host]) -> list[list[str]]:
+def expected_jobs(hosts: list[SimHost]) -> list[list[str]]:
     """(host, job, rank) of every rank the agent's alert must fire for."""
     return [[h.name, f"prep-{h.index:05d}", "0"] for h in hosts
             if h.profile == "train" and not h.gone_s and training_ordinal(h.index) == DISK_BOUND]

@@ -13,8 +13,9 @@ from __future__ import annotations
 import random
 from typing import Iterator
 
+from fleet_host_types import SimDisk, SimHost
 from fleet_sim_drives import Golden, history, read_times
-from fleet_sim_hosts import Disk, Host, cgroup_tag_set
+from fleet_sim_hosts import cgroup_tag_set
 from fleet_sim_jobs import job_points
 
 from diskprobe.metric import FieldValue, Metric
@@ -24,7 +25,7 @@ COLLECTORS = ("io", "filesystems", "pressure", "process_io", "cgroup_io")
 VERSION = "0.9.0"
 
 
-def _alive(host: Host, disk: Disk | None, age_s: int) -> bool:
+def _alive(host: SimHost, disk: SimDisk | None, age_s: int) -> bool:
     if host.gone_s and age_s < host.gone_s:
         return False
     if disk is None:
@@ -33,7 +34,8 @@ def _alive(host: Host, disk: Disk | None, age_s: int) -> bool:
             and (not disk.until_s or age_s >= disk.until_s))
 
 
-def smart_points(host: Host, disk: Disk, golden: Golden, anchor_s: int, days: int) -> list[Metric]:
+def smart_points(host: SimHost, disk: SimDisk, golden: Golden, anchor_s: int,
+                 days: int) -> list[Metric]:  # fmt: skip
     """The drive's reads on this host; diskprobe_smart_attr on the last read only (scaled:
     no dashboard or alert reads attributes, and they would be 20 lines a read)."""
     salt = sum(map(ord, disk.serial))
@@ -51,7 +53,8 @@ def smart_points(host: Host, disk: Disk, golden: Golden, anchor_s: int, days: in
     return out
 
 
-def _io_fields(disk: Disk, rng: random.Random, age_s: int, window_s: int) -> dict[str, FieldValue]:
+def _io_fields(disk: SimDisk, rng: random.Random, age_s: int,
+               window_s: int) -> dict[str, FieldValue]:  # fmt: skip
     busy = {"hdd": 35.0, "nvme": 45.0, "boot": 5.0, "virtio": 12.0}[disk.kind]
     util = min(85.0, max(0.0, rng.gauss(busy, busy / 4)))
     reads, writes = util * 3.0, util * 1.5
@@ -103,7 +106,8 @@ def _hung_fields(hang: tuple[int, int], age_s: int) -> dict[str, FieldValue] | N
     return {"responsive": False, "unresponsive_sec": began - age_s}
 
 
-def fs_points(host: Host, times: Iterator[int], anchor_s: int, rng: random.Random) -> list[Metric]:
+def fs_points(host: SimHost, times: Iterator[int], anchor_s: int,
+              rng: random.Random) -> list[Metric]:  # fmt: skip
     out = []
     for when in times:
         if not _alive(host, None, anchor_s - when):
@@ -118,7 +122,7 @@ def fs_points(host: Host, times: Iterator[int], anchor_s: int, rng: random.Rando
     return out
 
 
-def _io_tags(host: Host, disk: Disk) -> dict[str, str]:
+def _io_tags(host: SimHost, disk: SimDisk) -> dict[str, str]:
     tags = {"host": host.name, "device": disk.device}
     if disk.model:
         tags.update(model=disk.model, serial=disk.serial)
@@ -132,7 +136,7 @@ def _process_fields(cgroup: str, rng: random.Random, pid: int) -> dict[str, Fiel
             "cgroup": cgroup}
 
 
-def fast_points(host: Host, anchor_s: int, minutes: int, rng: random.Random) -> list[Metric]:
+def fast_points(host: SimHost, anchor_s: int, minutes: int, rng: random.Random) -> list[Metric]:
     """The fast window: every 10 s (the agent-wide default interval) for `minutes`."""
     window_s = minutes * 60
     times = range(anchor_s - window_s + 10, anchor_s + 1, 10)
@@ -173,7 +177,7 @@ TRAINING_WINDOW_S = 20  # the meter's 50 steps at about 0.4 s a step
 RANKS = 8  # one per GPU, each reading from its own NVMe drive
 
 
-def training_points(host: Host, anchor_s: int, minutes: int, rng: random.Random) -> list[Metric]:
+def training_points(host: SimHost, anchor_s: int, minutes: int, rng: random.Random) -> list[Metric]:
     """A training node's job, as diskprobe.integrations writes it: one point per rank and
     window, compute-bound (the loaders keep up), so the disk-bound alert stays quiet."""
     if host.profile != "train" or host.gone_s:
@@ -194,7 +198,7 @@ def training_points(host: Host, anchor_s: int, minutes: int, rng: random.Random)
     return out
 
 
-def host_points(host: Host, goldens: dict[int, Golden], failing: dict[str, Golden],
+def host_points(host: SimHost, goldens: dict[int, Golden], failing: dict[str, Golden],
                 anchor_s: int, plan: dict[str, int]) -> list[Metric]:
     """Everything `host` wrote: plan = {"smart_days", "fs_days", "fast_minutes", "seed"}."""
     rng = random.Random(plan["seed"] * 100_003 + host.index)
@@ -213,7 +217,7 @@ def host_points(host: Host, goldens: dict[int, Golden], failing: dict[str, Golde
     return out
 
 
-def goldens_for(goldens: dict[int, Golden], disk: Disk) -> Golden:
+def goldens_for(goldens: dict[int, Golden], disk: SimDisk) -> Golden:
     """goldens: {profile slot -> template}, keyed 0-4 HDD, 10-12 NVMe, 20 boot."""
     base = {"hdd": 0, "nvme": 10, "boot": 20}[disk.kind]
     return goldens[base + disk.template]

@@ -3,15 +3,16 @@
 
     python tests/bench/side_io.py [--devices 4000] [--rounds 5] [--cycles 10]
 
-The synthetic node of bench_io.py (4,000 devices: loop, dm-N, NVMe and SCSI disks with
-partitions, 20-field lines, udev model/serial, dm names), with **every** device busy: each
-line changes every cycle. Both tools read the same HOST_PROC tree, rewritten before each cycle
-(not timed): node_exporter 1.5 with `--collector.disable-defaults --collector.diskstats
---collector.diskstats.device-exclude=^$` (every device), scraped once per cycle; diskprobe with
-only [io] enabled, trigger = "stdin", one batch per cycle, in two configurations: every device
-(`exclude = []`) and the default (loop*, ram*, ... excluded). Cycles are at least --period
-apart and the counters advance by what a device does in that time, so diskprobe's sanity checks
-(io_ms cannot outgrow the clock) pass and every busy device gets its 22 rate fields.
+The synthetic node of bench_io.py (bench_io_host.py; 4,000 devices: loop, dm-N, NVMe and SCSI
+disks with partitions, 20-field lines, udev model/serial, dm names), with **every** device
+busy: each line changes every cycle. Both tools read the same HOST_PROC tree, rewritten before
+each cycle (not timed): node_exporter 1.5 with `--collector.disable-defaults
+--collector.diskstats --collector.diskstats.device-exclude=^$` (every device), scraped once per
+cycle; diskprobe with only [io] enabled, trigger = "stdin", one batch per cycle, in two
+configurations: every device (`exclude = []`) and the default (loop*, ram*, ... excluded).
+Cycles are at least --period apart and the counters advance by what a device does in that time,
+so diskprobe's sanity checks (io_ms cannot outgrow the clock) pass and every busy device gets
+its 22 rate fields.
 """
 
 from __future__ import annotations
@@ -24,9 +25,12 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests/: kernel_diskstats
 
-from bench_io import IO_MS, TARGET_DEVICES, SyntheticHost, make_devices
+from bench_io_host import TARGET_DEVICES, SyntheticHost, make_devices
 from sidelib import Diskprobe, NodeExporter, Rounds, diskprobe_env
+
+from kernel_diskstats import IO_MS
 
 MARKER = b"diskprobe_agent,collector=io,"
 CONFIGS = {  # name: (the [io] section, the target ratio of issue #15, the floor skips)
@@ -155,15 +159,20 @@ def run_config(
     finally:
         probe.stop()
         exporter.stop()
-    floor_cycles = floor_ms[-len(result.rows) * cycles :]
+    result.note = _note(floor_ms[-len(result.rows) * cycles :], len(result.rows) * cycles + 2,
+                        rss, peak)  # fmt: skip
+    return result, points
+
+
+def _note(floor_cycles: list[float], batches: int, rss: int, peak: int) -> str:
+    """The floor's figures over the timed cycles, and diskprobe's memory after `batches`."""
     low, middle = min(floor_cycles), statistics.median(floor_cycles)
-    result.note = (
+    return (
         "  the Python floor (read, parse, subtract, 22 values and one %-format per point, "
         f"in the bench's process): min {low:.1f} ms, median {middle:.1f} ms\n"
-        f"  diskprobe RSS after {len(result.rows) * cycles + 2} batches: {rss / 1024:.1f} MiB "
+        f"  diskprobe RSS after {batches} batches: {rss / 1024:.1f} MiB "
         f"(peak {peak / 1024:.1f} MiB)"
     )
-    return result, points
 
 
 def run(rounds: int, cycles: int, work: Path, devices: int = TARGET_DEVICES,

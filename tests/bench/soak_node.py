@@ -10,7 +10,12 @@ running short-lived containers does), so per-name caches that never forget show 
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests/: kernel_diskstats
+
+from kernel_diskstats import diskstats_line
 
 DISKS = ("sda", "sdb", "nvme0n1")
 PART_SUFFIX = {"sda": "1", "sdb": "1", "nvme0n1": "p1"}
@@ -18,10 +23,12 @@ CHURN_DEVICES = 4  # loop devices, mounts, processes and cgroups replaced per ro
 BOOT_TICKS = 1000
 
 
-def _stat_line(pid: int, name: str, ticks: int) -> str:
-    # 52 fields as in proc(5); field 22 (starttime) tells a reused PID apart.
+def stat_line(pid: int, name: str, ticks: int, blkio_ticks: int = 0) -> str:
+    """/proc/<pid>/stat: 52 fields as in proc(5); field 22 (starttime) tells a reused PID
+    apart, field 42 is the time it waited for block I/O (delayacct_blkio_ticks)."""
     rest = ["0"] * 49
     rest[0], rest[1], rest[2], rest[19] = "S", "1", str(pid), str(ticks)
+    rest[39] = str(blkio_ticks)
     return f"{pid} ({name}) " + " ".join(rest) + "\n"
 
 
@@ -91,7 +98,7 @@ class SoakNode:
             r, w = 100 * step + minor, 50 * step + minor
             counters = [r, 1, r * 8, r // 2, w, 2, w * 8, w, 1, step * 3, step * 4,
                         0, 0, 0, 0, step, step]  # fmt: skip
-            lines.append(f"{major:4d} {minor:7d} {name} " + " ".join(map(str, counters)))
+            lines.append(diskstats_line(major, minor, name, counters))
         write_whole(self.proc / "diskstats", "\n".join(lines) + "\n")
         total = step * 1000
         write_whole(self.proc / "pressure" / "io",
@@ -128,7 +135,7 @@ class SoakNode:
             if pid not in self._pid_names:
                 name = self._pid_names[pid] = f"worker{pid}"
                 directory.mkdir(exist_ok=True)
-                (directory / "stat").write_text(_stat_line(pid, name, BOOT_TICKS + pid))
+                (directory / "stat").write_text(stat_line(pid, name, BOOT_TICKS + pid))
                 (directory / "status").write_text(f"Name:\t{name}\nUid:\t0\t0\t0\t0\n")
                 (directory / "cmdline").write_bytes(f"/usr/bin/{name}\0--soak\0".encode())
                 (directory / "cgroup").write_text(f"0::/soak/{name}\n")
