@@ -1,6 +1,7 @@
 """The timing benchmarks that took over the fault and peer tests' old time bounds still run:
-tests/bench/bench_stop.py, bench_slow_peers.py and bench_hung_mount.py, one round each; and
-bench_jobs.py (what the agent's job watch costs), one short round.
+tests/bench/bench_stop.py, bench_slow_peers.py and bench_hung_mount.py, one round each;
+bench_jobs.py (what the agent's job watch costs), one short round; and bench_latency.py
+([latency]'s cost to fio, and the agent's memory under churn), one short round of each mode.
 
 The figures are not judged (a shared machine's timing is no test): each line must hold a min
 and a median that are finite numbers, min <= median, for every figure the benchmark names.
@@ -11,6 +12,7 @@ from __future__ import annotations
 import math
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -79,3 +81,17 @@ def test_bench_jobs_runs() -> None:
                  "default agent, [jobs] off", "diagnose, one job"):  # fmt: skip
         low, middle = figures[name]  # a difference of two CPU times: noise may make it < 0
         assert math.isfinite(low) and math.isfinite(middle) and low <= middle, (name, out)
+
+
+def test_bench_latency_runs() -> None:
+    if shutil.which("bpftrace") is None or shutil.which("fio") is None:
+        skip_or_fail("bench_latency needs bpftrace and fio (apt-get install bpftrace fio)")
+    out = _run(str(BENCH / "bench_latency.py"), "--rounds", "1", "--seconds", "2")
+    figures = _figures(out)
+    for name in ("IOPS ratio, on / off", "agent CPU, % of a core per 10k IOPS",
+                 "BPF ns per request", "busy CPU ns per request, on - off",
+                 "reported for the device, % of fio's"):  # fmt: skip
+        low, middle = figures[name]  # on - off is a difference of two noisy rates: maybe < 0
+        assert math.isfinite(low) and math.isfinite(middle) and low <= middle, (name, out)
+    out = _run(str(BENCH / "bench_latency.py"), "--churn", "200", "--cgroups", "10")
+    _check(out, ["agent VmRSS, kB", "bpftrace VmRSS, kB"])

@@ -22,7 +22,7 @@ from diskprobe.config.latency import bucket_bounds
 from diskprobe.sources.cgroup_ids import CgroupIds, v2_root
 from diskprobe.sources.cgroups import DeviceNames
 from diskprobe.sources.latency_child import LatencyChild
-from diskprobe.sources.latency_parse import Dump
+from diskprobe.sources.latency_parse import DropCount, Dump
 from diskprobe.sources.tracefs import ensure_tracefs
 
 SCRIPT = Path(__file__).resolve().parent.parent / "sources" / "bpf" / "latency.bt"
@@ -62,6 +62,7 @@ class LatencyCollector(BaseCollector[LatencyConfig]):
                                   [bound * 1e9 for bound in bucket_bounds(config)])  # fmt: skip
         self.child: LatencyChild | None = None
         self._said: set[str] = set()
+        self._drops = DropCount()
 
     def _on_dump(self, dump: Dump) -> None:
         with self._lock:
@@ -91,7 +92,7 @@ class LatencyCollector(BaseCollector[LatencyConfig]):
             self._said.add("v1")
             self._log.info("latency: no cgroup v2 hierarchy under "
                            f"{self._roots.sys_path('fs', 'cgroup')}: no diskprobe_cgroup_latency")
-        dropped = window.dropped + window.cap_processes(self.config.max_keys)
+        dropped = self._drops.take(window) + window.cap_processes(self.config.max_keys)
         metrics = self._points.make(window, self._clock.wall_ns())
         fields = {"latency_restarts": state.restarts,
                   "latency_dropped": dropped,

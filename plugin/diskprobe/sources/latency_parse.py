@@ -66,12 +66,31 @@ class Dump:
         return dropped
 
     @property
-    def dropped(self) -> int:
-        """Requests the kernel timed that one of its maps could not hold (max_keys reached):
-        every timed request goes into each map, so the one holding the fewest lost them."""
+    def unheld(self) -> int:
+        """Requests the kernel timed (@all) less those the map holding the fewest holds: every
+        timed request goes into each map, so a map at max_keys lost the difference. Signed:
+        @all is printed before the maps, so a request completing between those prints is in
+        this dump's maps and the next dump's @all (DropCount evens it out)."""
         held = min(sum(self.hist.values()), sum(self.proc_counts.values()),
                    sum(self.cgroups.values()))  # fmt: skip
-        return max(0, self.completed - held)
+        return self.completed - held
+
+
+class DropCount:
+    """Requests the kernel's maps could not hold, counted once, never for a race: the running
+    sum of the dumps' `unheld` is at most what was truly lost (a request late for @all's
+    print is early in the maps'), so each call reports what that sum gained past the most it
+    ever reported."""
+
+    def __init__(self) -> None:
+        self.unheld = 0
+        self.reported = 0
+
+    def take(self, dump: Dump) -> int:
+        self.unheld += dump.unheld
+        new = max(0, self.unheld - self.reported)
+        self.reported += new
+        return new
 
 
 def restore_bytes(text: str) -> str:
