@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dashgen.build import agg, tags
+from dashgen.build import last_value
 from dashgen.model import CRIT, WARN, Alert, Level
 from dashgen.query import Select
 from dashgen.refs import FS
@@ -13,11 +13,7 @@ GROUP, EVERY = "diskprobe-filesystems", "1m"
 
 def _fs_last(field: str) -> Select:
     """The last value of `field` per mount (host, path): what each filesystem alert judges."""
-    return Select(
-        columns=agg("last", FS.f(field), "value"),
-        measurement=FS.name,
-        group_tags=tags(FS, "host", "path"),
-    )
+    return last_value(FS, FS.f(field), ("host", "path"))
 
 
 def _fill_forecast_alert() -> Alert:

@@ -5,9 +5,8 @@ and serial (risk.DRIVE), so the message says which drive to pull without a looku
 
 from __future__ import annotations
 
-from dashgen.build import agg, tags
+from dashgen.build import last_value
 from dashgen.model import Alert, Level
-from dashgen.query import Select
 from dashgen.refs import SMART, Field
 from dashgen.risk import AFR_WARN_MULTIPLE, DRIVE, afr_baseline, afr_warn_percent, growth_fields
 
@@ -22,11 +21,7 @@ def _afr() -> Alert:
         uid="diskprobe-afr-high",
         group=GROUP,
         title="Drive failure rate high",
-        query=Select(
-            columns=agg("last", SMART.f("afr_percent"), "value"),
-            measurement=SMART.name,
-            group_tags=tags(SMART, *DRIVE),
-        ),
+        query=last_value(SMART, SMART.f("afr_percent"), DRIVE),
         window=WINDOW,
         # diskprobe's verdict warns at >= the limit; Grafana's threshold has no >=, and no
         # rate of the table equals the limit, so "gt" fires for the same drives.
@@ -63,11 +58,7 @@ def _growth(field: Field) -> Alert:
         uid=growth_alert_uid(counter),
         group=GROUP,
         title=counter.replace("_", " ").capitalize() + " growing",
-        query=Select(
-            columns=agg("last", field, "value"),
-            measurement=SMART.name,
-            group_tags=tags(SMART, *DRIVE),
-        ),
+        query=last_value(SMART, field, DRIVE),
         window=WINDOW,
         levels=(Level("warning", "gt", (0,)),),
         pending="0s",

@@ -3,29 +3,22 @@ verdict, and the NVMe controller's own warnings, wear and spare."""
 
 from __future__ import annotations
 
-from dashgen.build import agg, tags
+from dashgen.build import alert_query, last_value
 from dashgen.model import CRIT, WARN, Alert, Level
 from dashgen.query import Select
 from dashgen.refs import SMART
 
 GROUP, EVERY = "diskprobe-smart", "5m"
+DRIVE = ("host", "serial")  # the labels of a drive's alert
 
 
 def _smart_last(field: str) -> Select:
-    return Select(
-        columns=agg("last", SMART.f(field), "value"),
-        measurement=SMART.name,
-        group_tags=tags(SMART, "host", "serial"),
-    )
+    return last_value(SMART, SMART.f(field), DRIVE)
 
 
 def _growth(field: str) -> Select:
     f = SMART.f(field)
-    return Select(
-        columns=f'last({f}) - first({f}) AS "value"',
-        measurement=SMART.name,
-        group_tags=tags(SMART, "host", "serial"),
-    )
+    return alert_query(SMART, f"last({f}) - first({f})", DRIVE)
 
 
 def _sector_growth_alerts() -> list[Alert]:
@@ -134,11 +127,7 @@ def _nvme_spare_alert() -> Alert:
         uid="diskprobe-nvme-spare",
         group=GROUP,
         title="NVMe available spare low",
-        query=Select(
-            columns=f'last({spare}) - last({spare_threshold}) AS "value"',
-            measurement=SMART.name,
-            group_tags=tags(SMART, "host", "serial"),
-        ),
+        query=alert_query(SMART, f"last({spare}) - last({spare_threshold})", DRIVE),
         window="2h",
         levels=(Level(CRIT, "lt", (0,)), Level(WARN, "within_range", (-0.5, 10.5))),
         pending="0s",

@@ -12,9 +12,8 @@ from __future__ import annotations
 
 from dashgen.alerts_job import DEDUP, job_disk_bound_alert
 from dashgen.boards_training import DISK_BOUND_WAIT, VERDICT_TEXT
-from dashgen.build import agg, tags
+from dashgen.build import alert_query
 from dashgen.model import Alert, Level
-from dashgen.query import Select
 from dashgen.refs import TRAINING
 from diskprobe.compute.bottleneck_advice import ADVICE
 
@@ -27,14 +26,10 @@ def disk_bound_alert() -> Alert:
         uid="diskprobe-training-disk-bound",
         group="diskprobe-training",
         title="Training job disk-bound",
-        query=Select(
-            columns=agg("mean", wait, "value"),
-            measurement=TRAINING.name,
-            # A regex, not = 'disk': the TICKscript's query would end in a quote, and its
-            # ''' string would end there (kapacitor._tick_string refuses it).
-            where=(f"{bottleneck} =~ /^disk$/",),
-            group_tags=tags(TRAINING, "host", "job", "rank", "device"),
-        ),
+        # A regex, not = 'disk': the TICKscript's query would end in a quote, and its
+        # ''' string would end there (kapacitor._tick_string refuses it).
+        query=alert_query(TRAINING, f"mean({wait})", ("host", "job", "rank", "device"),
+                          where=(f"{bottleneck} =~ /^disk$/",)),
         window=WINDOW,
         levels=(Level("warning", "gt", (DISK_BOUND_WAIT,)),),
         pending="0s",

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from dashgen.boards_jobs import disk_bound_count, jobs_table
-from dashgen.build import LAST_READ_RANGE, agg, series, tags
+from dashgen.build import LAST_READ_RANGE, agg, right_axis_panel, series, tags
 from dashgen.failslow import fleet_table
 from dashgen.model import Column, Dashboard, Panel, Target, Variable
 from dashgen.query import Select
@@ -162,22 +162,12 @@ def _history() -> Panel:
         "its reallocated and pending sectors (right axis, dashed). A rate that steps up with "
         "the counters is the table's bucket for the new count."
     )
-    sectors = SMART.f("reallocated_sectors").unit
-    return Panel(
-        title="Drive $serial: failure rate and defects",
-        description=description,
-        kind="timeseries",
-        targets=(_afr_target(), _sectors_target()),
-        width=24,
-        height=10,
-        right_unit=sectors,
-        right_match=".*_sectors$",
-        chronograf_cells=(
-            Panel("Failure rate estimate (afr_percent)", description, "timeseries",
-                  (_afr_target(),)),
-            Panel("Reallocated and pending sectors", description, "timeseries",
-                  (_sectors_target(),)),
-        ),
+    return right_axis_panel(
+        "Drive $serial: failure rate and defects", description,
+        (_afr_target(), _sectors_target()),
+        right_unit=SMART.f("reallocated_sectors").unit, right_match=".*_sectors$", height=10,
+        cells=(("Failure rate estimate (afr_percent)", (_afr_target(),)),
+               ("Reallocated and pending sectors", (_sectors_target(),))),
     )
 
 

@@ -6,12 +6,12 @@ from __future__ import annotations
 from dashgen.boards_jobs import host_job_panels
 from dashgen.boards_latency import cgroup_table, heatmap, percentiles, process_table
 from dashgen.boards_training import host_jobs_panel
-from dashgen.build import agg, series, tags
+from dashgen.build import agg, right_axis_panel, series, tags
 from dashgen.failslow import device_table, slowdown_panel
 from dashgen.model import Dashboard, Panel, Target, Variable
 from dashgen.processes import top_processes, who_waits
 from dashgen.query import AUTO, Select
-from dashgen.refs import CGROUP_IO, GPU, IO, PRESSURE, same_unit
+from dashgen.refs import CGROUP_IO, GPU, IO, PRESSURE
 
 FILTERS = ("host", "device")
 BY = ("host", "device")
@@ -60,41 +60,33 @@ def _gpu_target() -> Target:
 
 
 def _disk_target(*fields: tuple[str, str]) -> Target:
-    """Disk columns for the GPU panel; the first sets the unit, the others may go right."""
-    chosen = tuple((IO.f(name), alias) for name, alias in fields)
-    select = Select(
-        columns=", ".join(agg("mean", field, alias) for field, alias in chosen),
-        measurement=IO.name,
-        filters=tags(IO, *FILTERS),
-        group_tags=tags(IO, *BY),
-        group_time=AUTO,
-        fill="none",
+    """Disk columns for the GPU and pressure panels; the first sets the unit, the others may
+    go right."""
+    return series(IO, "mean", tuple((IO.f(name), alias) for name, alias in fields), BY, FILTERS,
+                  legend="$tag_device $col", right_axis=True)
+
+
+def _beside_disk_load(title: str, description: str, host_series: Target,
+                      cell_titles: tuple[str, str]) -> Panel:
+    """`host_series` next to disk %util and await on one time axis, await on the right;
+    Chronograf: `host_series` with %util, then await alone (cell_titles)."""
+    util, wait = ("util_percent", "disk_util"), ("await_ms", "await")
+    return right_axis_panel(
+        title, description, (host_series, _disk_target(util, wait)),
+        right_unit=IO.f("await_ms").unit, right_match=".*await.*", height=10,
+        cells=((cell_titles[0], (host_series, _disk_target(util))),
+               (cell_titles[1], (_disk_target(wait),))),
     )
-    return Target(select, same_unit(chosen[0][0]), "$tag_device $col")
 
 
 def _gpu_vs_disk() -> Panel:
-    description = (
+    return _beside_disk_load(
+        "GPU utilization vs disk load",
         "Telegraf's nvidia_smi utilization_gpu next to disk %util and await on one time axis: "
         "GPUs dropping while a disk sits near 100 % with a rising await means the input "
-        "pipeline is waiting on storage."
-    )
-    both = _disk_target(("util_percent", "disk_util"), ("await_ms", "await"))
-    return Panel(
-        title="GPU utilization vs disk load",
-        description=description,
-        kind="timeseries",
-        targets=(_gpu_target(), both),
-        width=24,
-        height=10,
-        right_unit=IO.f("await_ms").unit,
-        right_match=".*await.*",
-        chronograf_cells=(
-            Panel("GPU utilization vs disk %util", description, "timeseries",
-                  (_gpu_target(), _disk_target(("util_percent", "disk_util")))),
-            Panel("Disk await beside the GPUs", description, "timeseries",
-                  (_disk_target(("await_ms", "await")),)),
-        ),
+        "pipeline is waiting on storage.",
+        _gpu_target(),
+        ("GPU utilization vs disk %util", "Disk await beside the GPUs"),
     )
 
 
@@ -105,28 +97,14 @@ def _psi_target() -> Target:
 
 
 def _pressure_vs_disk() -> Panel:
-    description = (
+    return _beside_disk_load(
+        "I/O pressure vs disk load",
         "Host I/O pressure (PSI some/full avg10: the share of the last 10 s in which some, or "
         "all, non-idle tasks were stalled on I/O) next to disk %util and await on one time "
         "axis. %util near 100 % without pressure is a busy but coping disk; pressure rising "
-        "with await means tasks really wait on storage."
-    )
-    both = _disk_target(("util_percent", "disk_util"), ("await_ms", "await"))
-    return Panel(
-        title="I/O pressure vs disk load",
-        description=description,
-        kind="timeseries",
-        targets=(_psi_target(), both),
-        width=24,
-        height=10,
-        right_unit=IO.f("await_ms").unit,
-        right_match=".*await.*",
-        chronograf_cells=(
-            Panel("I/O pressure vs disk %util", description, "timeseries",
-                  (_psi_target(), _disk_target(("util_percent", "disk_util")))),
-            Panel("Disk await beside I/O pressure", description, "timeseries",
-                  (_disk_target(("await_ms", "await")),)),
-        ),
+        "with await means tasks really wait on storage.",
+        _psi_target(),
+        ("I/O pressure vs disk %util", "Disk await beside I/O pressure"),
     )
 
 

@@ -16,7 +16,7 @@ a time, and one y axis (%util and r_await are two cells).
 from __future__ import annotations
 
 from dashgen.boards_training import VERDICT_COLOURS
-from dashgen.build import agg, tags
+from dashgen.build import agg, right_axis_panel, series, tags
 from dashgen.model import Column, Panel, Target
 from dashgen.query import AUTO, Select
 from dashgen.refs import IO, JOB, quote
@@ -125,16 +125,8 @@ def _verdicts_target() -> Target:
 
 
 def _devices_target(*fields: tuple[str, str]) -> Target:
-    chosen = tuple((IO.f(name), alias) for name, alias in fields)
-    select = Select(
-        columns=", ".join(agg("mean", field, alias) for field, alias in chosen),
-        measurement=IO.name,
-        filters=tags(IO, "host", "device"),
-        group_tags=tags(IO, "host", "device"),
-        group_time=AUTO,
-        fill="none",
-    )
-    return Target(select, chosen[0][0].unit, "$tag_host $tag_device $col")
+    return series(IO, "mean", tuple((IO.f(name), alias) for name, alias in fields),
+                  ("host", "device"), ("host", "device"), right_axis=True)
 
 
 def host_job_panels() -> tuple[Panel, Panel]:
@@ -158,20 +150,11 @@ def host_job_panels() -> tuple[Panel, Panel]:
         "The host's devices (the device variable) on the same time axis as the jobs' "
         "verdicts above: %util on the left, r_await (dashed) on the right."
     )
-    devices = Panel(
-        title="Jobs' devices: %util and r_await",
-        description=description,
-        kind="timeseries",
-        targets=(_devices_target(("util_percent", "util"), ("read_await_ms", "r_await")),),
-        width=24,
-        height=8,
-        right_unit=IO.f("read_await_ms").unit,
-        right_match=".*r_await.*",
-        chronograf_cells=(
-            Panel("Jobs' devices: %util", description, "timeseries",
-                  (_devices_target(("util_percent", "util")),)),
-            Panel("Jobs' devices: r_await", description, "timeseries",
-                  (_devices_target(("read_await_ms", "r_await")),)),
-        ),
+    util, wait = ("util_percent", "util"), ("read_await_ms", "r_await")
+    devices = right_axis_panel(
+        "Jobs' devices: %util and r_await", description, (_devices_target(util, wait),),
+        right_unit=IO.f("read_await_ms").unit, right_match=".*r_await.*", height=8,
+        cells=(("Jobs' devices: %util", (_devices_target(util),)),
+               ("Jobs' devices: r_await", (_devices_target(wait),))),
     )
     return verdicts, devices

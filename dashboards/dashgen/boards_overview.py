@@ -2,43 +2,25 @@
 
 from __future__ import annotations
 
-from dashgen.build import LAST_READ_RANGE, series, table
+from dashgen.boards_health import last_reads_table
+from dashgen.build import series, table
 from dashgen.model import Dashboard, Panel, Variable
-from dashgen.refs import AGENT, FS, IO, SMART
+from dashgen.refs import AGENT, FS, IO
 
 HOST = ("host",)
 
 
 def _health() -> Panel:
-    target, columns = table(
-        SMART,
-        (
-            ("last", SMART.f("verdict_code"), "", "code"),
-            ("last", SMART.f("verdict"), "", "verdict"),
-            ("last", SMART.f("verdict_reasons"), "", "reasons"),
-            ("last", SMART.f("temperature_c"), "", "temperature"),
-            ("last", SMART.f("power_on_hours"), "", "power-on"),
-        ),
+    return last_reads_table(
+        "Drive health on $host, worst first",
+        "Last SMART verdict in the last day of every drive (verdict_code 2 fail, 1 warn, "
+        "0 ok), sorted worst first; the reasons name the counters behind it (docs/smart.md: "
+        "The verdict).",
+        (("verdict_code", "code"), ("verdict", "verdict"), ("verdict_reasons", "reasons"),
+         ("temperature_c", "temperature"), ("power_on_hours", "power-on")),
         by=("host", "device", "model", "serial"),
         filters=HOST,
-    )
-    return Panel(
-        title="Drive health on $host, worst first",
-        description=(
-            "Last SMART verdict in the last day of every drive (verdict_code 2 fail, 1 warn, "
-            "0 ok), sorted "
-            "worst first; the reasons name the counters behind it (docs/smart.md: The verdict)."
-        ),
-        kind="table",
-        targets=(target,),
-        width=24,
-        height=9,
-        columns=columns,
-        sort_by="verdict_code",
-        sort_desc=True,
-        verdict_mapping=True,
         repeat="host",
-        time_from=LAST_READ_RANGE,
     )
 
 
@@ -96,27 +78,14 @@ def _busiest() -> Panel:
     )
 
 
-def _util() -> Panel:
+def _per_device(name: str, title: str, description: str) -> Panel:
+    """The mean of the diskprobe_io field `name` over time, a line per device."""
     return Panel(
-        title="%util per device",
-        description="Share of time with I/O in flight (iostat %util).",
+        title=title,
+        description=description,
         kind="timeseries",
         targets=(
-            series(IO, "mean", ((IO.f("util_percent"), ""),), ("host", "device"), HOST,
-                   legend="$tag_host $tag_device"),
-        ),
-        width=8,
-        height=9,
-    )
-
-
-def _await() -> Panel:
-    return Panel(
-        title="await per device",
-        description="Average time per request, queue plus service (iostat await).",
-        kind="timeseries",
-        targets=(
-            series(IO, "mean", ((IO.f("await_ms"), ""),), ("host", "device"), HOST,
+            series(IO, "mean", ((IO.f(name), ""),), ("host", "device"), HOST,
                    legend="$tag_host $tag_device"),
         ),
         width=8,
@@ -131,5 +100,11 @@ def overview() -> Dashboard:
         description="Drive verdicts, volumes that fill, busiest disks, per host.",
         variables=(Variable("host", AGENT.name, offers_all=False),
                    Variable("path", FS.name, ("host",))),
-        panels=(_health(), _volumes(), _busiest(), _util(), _await()),
+        panels=(
+            _health(), _volumes(), _busiest(),
+            _per_device("util_percent", "%util per device",
+                        "Share of time with I/O in flight (iostat %util)."),
+            _per_device("await_ms", "await per device",
+                        "Average time per request, queue plus service (iostat await)."),
+        ),
     )

@@ -13,7 +13,7 @@ cells read the device's %util and r_await that the job measured itself over each
 
 from __future__ import annotations
 
-from dashgen.build import agg, series, tags
+from dashgen.build import agg, right_axis_panel, series, tags
 from dashgen.model import Column, Dashboard, Panel, Target, Variable
 from dashgen.query import AUTO, Select
 from dashgen.refs import IO, TRAINING, quote, same_unit
@@ -56,16 +56,8 @@ def _wait_target(filters: tuple[str, ...] = ("host", "job")) -> Target:
 
 
 def _device_target() -> Target:
-    util, wait = IO.f("util_percent"), IO.f("read_await_ms")
-    select = Select(
-        columns=f"{agg('mean', util, 'util')}, {agg('mean', wait, 'r_await')}",
-        measurement=IO.name,
-        filters=tags(IO, "host", "device"),
-        group_tags=tags(IO, *DEVICE),
-        group_time=AUTO,
-        fill="none",
-    )
-    return Target(select, util.unit, "$tag_host $tag_device $col")
+    return series(IO, "mean", ((IO.f("util_percent"), "util"), (IO.f("read_await_ms"), "r_await")),
+                  DEVICE, DEVICE, right_axis=True)
 
 
 def _job_device(field: str, alias: str,
@@ -85,21 +77,12 @@ def disk_bound_panel() -> Panel:
         "its r_await climbs. A high wait on an idle device is the loaders' CPU (input_cpu); "
         "a low wait on a busy device is a device that keeps up."
     )
-    return Panel(
-        title="Is the training job disk-bound?",
-        description=description,
-        kind="timeseries",
-        targets=(_wait_target(), _device_target()),
-        width=24,
-        height=10,
-        right_unit=IO.f("read_await_ms").unit,
-        right_match=".*r_await.*",
-        chronograf_cells=(
-            Panel("Input wait vs the job's device %util", description, "timeseries",
-                  (_wait_target(), _job_device("device_util_percent", "util"))),
-            Panel("The job's device r_await", description, "timeseries",
-                  (_job_device("device_read_await_ms", "r_await"),)),
-        ),
+    return right_axis_panel(
+        "Is the training job disk-bound?", description, (_wait_target(), _device_target()),
+        right_unit=IO.f("read_await_ms").unit, right_match=".*r_await.*", height=10,
+        cells=(("Input wait vs the job's device %util",
+                (_wait_target(), _job_device("device_util_percent", "util"))),
+               ("The job's device r_await", (_job_device("device_read_await_ms", "r_await"),))),
     )
 
 
@@ -114,28 +97,17 @@ def host_jobs_panel() -> Panel:
         "the same windows. A high wait with a busy device and a climbing r_await: the job is "
         "disk-bound. The training dashboard joins each job to diskprobe_io."
     )
-    util = _job_device("device_util_percent", "util", ("host",))
-    util_field, wait_field = TRAINING.f("device_util_percent"), TRAINING.f("device_read_await_ms")
-    both = Target(Select(
-        columns=f"{agg('mean', util_field, 'util')}, {agg('mean', wait_field, 'r_await')}",
-        measurement=TRAINING.name, filters=tags(TRAINING, "host"),
-        group_tags=tags(TRAINING, *DEVICE), group_time=AUTO, fill="none",
-    ), util_field.unit, "$tag_host $tag_device $col")  # fmt: skip
-    return Panel(
-        title="Training jobs: input wait vs their devices",
-        description=description,
-        kind="timeseries",
-        targets=(_wait_target(("host",)), both),
-        width=24,
-        height=9,
-        right_unit=IO.f("read_await_ms").unit,
-        right_match=".*r_await.*",
-        chronograf_cells=(
-            Panel("Training jobs: input wait vs their devices' %util", description,
-                  "timeseries", (_wait_target(("host",)), util)),
-            Panel("Training jobs' devices: r_await", description, "timeseries",
-                  (_job_device("device_read_await_ms", "r_await", ("host",)),)),
-        ),
+    host = ("host",)
+    both = series(TRAINING, "mean", ((TRAINING.f("device_util_percent"), "util"),
+                                     (TRAINING.f("device_read_await_ms"), "r_await")),
+                  DEVICE, host, right_axis=True)
+    return right_axis_panel(
+        "Training jobs: input wait vs their devices", description, (_wait_target(host), both),
+        right_unit=IO.f("read_await_ms").unit, right_match=".*r_await.*", height=9,
+        cells=(("Training jobs: input wait vs their devices' %util",
+                (_wait_target(host), _job_device("device_util_percent", "util", host))),
+               ("Training jobs' devices: r_await",
+                (_job_device("device_read_await_ms", "r_await", host),))),
     )
 
 

@@ -11,7 +11,7 @@ below to it and regenerates.
 
 from __future__ import annotations
 
-from dashgen.build import agg, series, tags
+from dashgen.build import agg, last_value, series, tags
 from dashgen.model import Alert, Column, Level, Panel, Target
 from dashgen.query import AUTO, Select
 from dashgen.refs import IO, quote
@@ -140,11 +140,7 @@ def fail_slow_alert() -> Alert:
         group="diskprobe-io",
         title="Fail-slow device",
         # No subquery: Kapacitor's batch queries take none (influxdata/kapacitor#1198).
-        query=Select(
-            columns=agg("last", fail_slow, "value"),
-            measurement=IO.name,
-            group_tags=tags(IO, *DRIVE),
-        ),
+        query=last_value(IO, fail_slow, DRIVE),
         window=ALERT_WINDOW,
         levels=(Level("warning", "is_true", ()),),
         pending="0s",
