@@ -45,7 +45,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Any, Callable, cast
+from typing import Any, Callable, Iterable, cast
 
 from diagnose_job import evicted_read
 
@@ -149,8 +149,14 @@ def torch_intraop(batches: Any = None) -> None:
     model = torch.nn.Sequential(torch.nn.Linear(1024, 2048), torch.nn.ReLU(),
                                 torch.nn.Linear(2048, 2048), torch.nn.ReLU(),
                                 torch.nn.Linear(2048, 1))  # fmt: skip
+    torch_fit(model, batches or [torch.randn(256, 1024) for _ in range(8)])
+
+
+def torch_fit(model: Any, batches: Iterable[Any]) -> None:
+    """SGD steps (lr 1e-3) of `model` on `batches` (an iterable of features), over and over."""
+    import torch
+
     optimizer = torch.optim.SGD(model.parameters(), lr=1e-3)
-    batches = batches or [torch.randn(256, 1024) for _ in range(8)]
     step = ready_after(READY_STEPS)
     while True:
         for features in batches:
@@ -184,15 +190,7 @@ def torch_loader_disk(directory: Path) -> None:
     loader: torch.utils.data.DataLoader[Any] = torch.utils.data.DataLoader(
         files, batch_size=4, shuffle=True, num_workers=2, persistent_workers=True
     )
-    model = torch.nn.Linear(FEATURES, 1)
-    optimizer = torch.optim.SGD(model.parameters(), lr=1e-3)
-    step = ready_after(READY_STEPS)
-    while True:
-        for batch in loader:
-            optimizer.zero_grad()
-            model(batch).square().mean().backward()
-            optimizer.step()
-            step()
+    torch_fit(torch.nn.Linear(FEATURES, 1), loader)
 
 
 def torch_checkpoint(directory: Path) -> None:

@@ -115,14 +115,15 @@ def loop_ext4(size_bytes: int, prefix: str, skip: Callable[[str], None]) -> Iter
         run_tool("mount", "-t", "ext4", loop_device, str(mount_point))
         yield mount_point
     finally:
-        _unmount(mount_point)
+        unmount(mount_point)
         if loop_device:
             _detach(loop_device)
         if not os.path.ismount(mount_point):
             shutil.rmtree(workdir, ignore_errors=True)
 
 
-def _unmount(mount_point: Path) -> None:
+def unmount(mount_point: Path) -> None:
+    """Unmount, retrying a busy mount for 2 s; still busy: detached lazily (umount -l)."""
     for _attempt in range(10):
         if not os.path.ismount(mount_point):
             return

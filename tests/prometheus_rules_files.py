@@ -95,25 +95,41 @@ def rules_by_alert(rules_file: Path) -> dict[tuple[str, str], dict[str, Any]]:
     return {(r["alert"], r["labels"]["severity"]): r for g in groups for r in g["rules"]}
 
 
+def alerts_file(flavor: Flavor) -> str:
+    """The flavor's shipped alert rules file (dashboards/prometheus/)."""
+    return f"diskprobe-alerts{FILE_SUFFIX[flavor.key]}.yaml"
+
+
+def expected_alert(rule: dict[str, Any], labels: dict[str, str], value: float,
+                   ) -> dict[str, Any]:  # fmt: skip
+    """One alert `rule` fired for a series with `labels` at `value`, as promtool expects it."""
+    return {
+        "exp_labels": {**labels, **rule["labels"]},
+        "exp_annotations": render_annotations(rule["annotations"], labels, value),
+    }
+
+
+def alert_test_file(rules_file: str, interval: str, series: list[dict[str, str]],
+                    checks: list[dict[str, Any]]) -> dict[str, Any]:  # fmt: skip
+    """A promtool test file of `rules_file`: samples and evaluations every `interval`."""
+    return {
+        "rule_files": [f"../{rules_file}"],
+        "evaluation_interval": interval,
+        "tests": [{"interval": interval, "input_series": series, "alert_rule_test": checks}],
+    }
+
+
 def alert_tests(flavor: Flavor) -> dict[str, Any]:
-    rules_file = f"diskprobe-alerts{FILE_SUFFIX[flavor.key]}.yaml"
-    rules = rules_by_alert(TESTS.parent / rules_file)
+    rules = rules_by_alert(TESTS.parent / alerts_file(flavor))
     checks = []
     for minute, by_name in EXPECTED.items():
         for name, fired in by_name.items():
             exp = []
             for severity, schema_labels, value in fired:
                 rule, labels = rules[(name, severity)], alert_labels(flavor, schema_labels)
-                exp.append({"exp_labels": {**labels, **rule["labels"]},
-                            "exp_annotations": render_annotations(rule["annotations"], labels,
-                                                                  value)})
+                exp.append(expected_alert(rule, labels, value))
             checks.append({"eval_time": f"{minute}m", "alertname": name, "exp_alerts": exp})
-    return {
-        "rule_files": [f"../{rules_file}"],
-        "evaluation_interval": "1m",
-        "tests": [{"interval": "1m", "input_series": input_series(flavor, scenario()),
-                   "alert_rule_test": checks}],
-    }
+    return alert_test_file(alerts_file(flavor), "1m", input_series(flavor, scenario()), checks)
 
 
 DAY = 1440  # minutes
@@ -175,7 +191,7 @@ def growth_test(flavor: Flavor) -> dict[str, Any]:
     """A SMART read every 30 min for a day and a half-hour. S-GROW's reallocated sectors go
     8 -> 16 at the last read (fires, by 8); S-BACK's pending sectors fall 5 -> 3 (no growth);
     S-NEW was first read at the read before last, with 8 (no reading a day ago: no alert)."""
-    rules = rules_by_alert(TESTS.parent / f"diskprobe-alerts{FILE_SUFFIX[flavor.key]}.yaml")
+    rules = rules_by_alert(TESTS.parent / alerts_file(flavor))
     reads = 49  # the last read, at 24.5 h
     grow = drive_labels("h1", "sda", "S-GROW", SATA)
     back = drive_labels("h1", "sdb", "S-BACK", SATA)
@@ -194,15 +210,8 @@ def growth_test(flavor: Flavor) -> dict[str, Any]:
     for name, fired in expected:
         rule = rules[(name, "warning")]
         checks.append({"eval_time": f"{reads * 30}m", "alertname": name, "exp_alerts": [
-            {"exp_labels": {**labels, **rule["labels"]},
-             "exp_annotations": render_annotations(rule["annotations"], labels, value)}
-            for labels, value in fired]})
-    return {
-        "rule_files": [f"../diskprobe-alerts{FILE_SUFFIX[flavor.key]}.yaml"],
-        "evaluation_interval": "30m",
-        "tests": [{"interval": "30m", "input_series": input_series(flavor, series),
-                   "alert_rule_test": checks}],
-    }
+            expected_alert(rule, labels, value) for labels, value in fired]})
+    return alert_test_file(alerts_file(flavor), "30m", input_series(flavor, series), checks)
 
 
 def write_all() -> dict[Path, str]:

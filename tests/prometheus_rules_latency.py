@@ -23,7 +23,7 @@ from typing import Any, Optional
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "dashboards"))
 
-from dashgen.prom_flavor import FILE_SUFFIX, Flavor
+from dashgen.prom_flavor import Flavor
 
 from diskprobe.serializers.prometheus_histogram import NAME as HISTOGRAM
 
@@ -100,25 +100,21 @@ def latency_series(flavor: Flavor) -> list[dict[str, str]]:
 
 
 def latency_test(flavor: Flavor) -> dict[str, Any]:
-    from prometheus_rules_files import TESTS, render_annotations, rules_by_alert
+    from prometheus_rules_files import (
+        TESTS,
+        alert_test_file,
+        alerts_file,
+        expected_alert,
+        rules_by_alert,
+    )
 
-    rules_file = f"diskprobe-alerts{FILE_SUFFIX[flavor.key]}.yaml"
-    rules = rules_by_alert(TESTS.parent / rules_file)
+    rules = rules_by_alert(TESTS.parent / alerts_file(flavor))
     checks = []
     for minute, by_op in EXPECTED.items():
         for op, fired in by_op.items():
             name = f"DiskprobeLatencyP99{op.capitalize()}"
             rule = rules[(name, "warning")]
-            exp = []
-            for device, value in fired:
-                labels = {"host": "h1", "device": device, "op": op}
-                exp.append({"exp_labels": {**labels, **rule["labels"]},
-                            "exp_annotations": render_annotations(rule["annotations"], labels,
-                                                                  value)})
+            exp = [expected_alert(rule, {"host": "h1", "device": device, "op": op}, value)
+                   for device, value in fired]  # fmt: skip
             checks.append({"eval_time": f"{minute}m", "alertname": name, "exp_alerts": exp})
-    return {
-        "rule_files": [f"../{rules_file}"],
-        "evaluation_interval": "1m",
-        "tests": [{"interval": "1m", "input_series": latency_series(flavor),
-                   "alert_rule_test": checks}],
-    }
+    return alert_test_file(alerts_file(flavor), "1m", latency_series(flavor), checks)

@@ -35,6 +35,7 @@ from typing import IO, Any, Callable, Optional
 import pytest
 
 from ci import skip_or_fail
+from helpers import run_tool, unmount
 from lineproto import Point, parse_lines
 
 pytestmark = [pytest.mark.root, pytest.mark.slow]
@@ -62,27 +63,16 @@ def _require_environment() -> None:
         skip_or_fail("; ".join(problems))
 
 
-def _run(*argv: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(argv, check=check, capture_output=True, text=True, timeout=60)
-
-
 @pytest.fixture
 def tmpfs_mount() -> Iterator[Path]:
     """A 64 MiB tmpfs on a fresh directory; unmounted (lazily if it must) even on failure."""
     _require_environment()
     mount_point = Path(tempfile.mkdtemp(prefix="diskprobe-state-")).resolve()
     try:
-        _run("mount", "-t", "tmpfs", "-o", f"size={TMPFS_SIZE}", "tmpfs", str(mount_point))
+        run_tool("mount", "-t", "tmpfs", "-o", f"size={TMPFS_SIZE}", "tmpfs", str(mount_point))
         yield mount_point
     finally:
-        for _attempt in range(10):
-            if not os.path.ismount(mount_point):
-                break
-            if _run("umount", str(mount_point), check=False).returncode == 0:
-                break
-            time.sleep(0.2)
-        else:
-            _run("umount", "-l", str(mount_point), check=False)
+        unmount(mount_point)
         if not os.path.ismount(mount_point):
             shutil.rmtree(mount_point, ignore_errors=True)
 

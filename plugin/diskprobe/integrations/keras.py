@@ -17,8 +17,7 @@ import time
 from typing import Any, Sequence
 
 from diskprobe.guard import DiskGuard, GuardStatus, logger
-from diskprobe.integrations._common import Transitions, check_action
-from diskprobe.integrations.input_wait import InputWaitMeter
+from diskprobe.integrations._common import InputWaitHooks, Transitions, check_action
 from diskprobe.integrations.training_output import TrainingOutput
 
 
@@ -152,7 +151,7 @@ class DiskGuardCallback(_Callback):  # type: ignore[misc]
         self._forward("on_test_batch_end", batch, logs)
 
 
-class InputWaitCallback(_Callback):  # type: ignore[misc]
+class InputWaitCallback(InputWaitHooks, _Callback):  # type: ignore[misc]
     """The share of step time a fit waits for its next batch (diskprobe.integrations.
     input_wait). With the torch and jax backends Keras fetches each batch (arrays, PyDataset,
     tf.data) before on_train_batch_begin, so the time from one batch's end to the next one's
@@ -167,10 +166,7 @@ class InputWaitCallback(_Callback):  # type: ignore[misc]
 
     def __init__(self, data_paths: Sequence[str] = (), window_steps: int = 50,
                  output: TrainingOutput | None = None) -> None:  # fmt: skip
-        super().__init__()
-        self.meter = InputWaitMeter(data_paths, window_steps, output=output)
-        self.summary: dict[str, Any] | None = None
-        self._since: float | None = None
+        super().__init__(data_paths, window_steps, output)
         self._wrapped: Any = None  # the TensorFlow backend's train_function, while wrapped
         self._ends: tuple[type[BaseException], ...] = (StopIteration,)
 
@@ -200,16 +196,14 @@ class InputWaitCallback(_Callback):  # type: ignore[misc]
         return self._wrapped(iter(batches))
 
     def on_epoch_begin(self, epoch: int, logs: Any = None) -> None:
-        self.meter.start()
-        self._since = time.monotonic()
+        self._epoch_started()
 
     def on_train_batch_begin(self, batch: int, logs: Any = None) -> None:
-        if self._since is not None and self._wrapped is None:
-            self.meter.batch_wait(time.monotonic() - self._since)
+        if self._wrapped is None:  # else _timed_train_function timed the fetch itself
+            self._batch_fetched()
 
     def on_train_batch_end(self, batch: int, logs: Any = None) -> None:
-        self.meter.step_end()
-        self._since = time.monotonic()
+        self._step_ended()
 
     def on_train_end(self, logs: Any = None) -> None:
         if self._wrapped is not None:

@@ -10,13 +10,10 @@ Importing this module imports lightning.pytorch (or the standalone pytorch_light
 from __future__ import annotations
 
 import importlib
-import time
-from typing import Any, Sequence
+from typing import Any
 
 from diskprobe.guard import DiskGuard, GuardStatus
-from diskprobe.integrations._common import Transitions, check_action
-from diskprobe.integrations.input_wait import InputWaitMeter
-from diskprobe.integrations.training_output import TrainingOutput
+from diskprobe.integrations._common import InputWaitHooks, Transitions, check_action
 
 
 def _import_lightning() -> Any:
@@ -113,7 +110,7 @@ class DiskGuardCallback(_Callback):  # type: ignore[misc]
         self._resume()
 
 
-class InputWaitCallback(_Callback):  # type: ignore[misc]
+class InputWaitCallback(InputWaitHooks, _Callback):  # type: ignore[misc]
     """The share of step time a fit waits for its next batch (diskprobe.integrations.
     input_wait): Lightning fetches a batch before on_train_batch_start, so the time from one
     batch's end to the next batch's start is the wait. `meter.windows` and the log say it.
@@ -124,30 +121,20 @@ class InputWaitCallback(_Callback):  # type: ignore[misc]
     trainer's global_rank.
     """
 
-    def __init__(self, data_paths: Sequence[str] = (), window_steps: int = 50,
-                 output: TrainingOutput | None = None) -> None:  # fmt: skip
-        super().__init__()
-        self.meter = InputWaitMeter(data_paths, window_steps, output=output)
-        self.summary: dict[str, Any] | None = None
-        self._since: float | None = None
-
     def setup(self, trainer: Any, pl_module: Any, stage: str) -> None:
         if self.meter.output is not None:
             self.meter.output.set_rank(int(getattr(trainer, "global_rank", 0)))
 
     def on_train_epoch_start(self, trainer: Any, pl_module: Any) -> None:
-        self.meter.start()
-        self._since = time.monotonic()
+        self._epoch_started()
 
     def on_train_batch_start(self, trainer: Any, pl_module: Any, batch: Any,
                              batch_idx: int) -> None:  # fmt: skip
-        if self._since is not None:
-            self.meter.batch_wait(time.monotonic() - self._since)
+        self._batch_fetched()
 
     def on_train_batch_end(self, trainer: Any, pl_module: Any, outputs: Any, batch: Any,
                            batch_idx: int) -> None:  # fmt: skip
-        self.meter.step_end()
-        self._since = time.monotonic()
+        self._step_ended()
 
     def on_train_end(self, trainer: Any, pl_module: Any) -> None:
         self.summary = self.meter.close()

@@ -20,6 +20,7 @@ from diskprobe.smart.nvme_smart_log import KELVIN_OFFSET, NotSmartLog, number, p
 from diskprobe.smart.nvme_smart_log import SOURCE as SOURCE  # the collector tells reads by it
 from diskprobe.smart.reader import DriveRead, failure, problem_from_text
 from diskprobe.smart.runner import CommandRunner, ExecResult
+from diskprobe.sources.blockinfo import read_text
 
 SECTOR_BYTES = 512  # sysfs `size` counts 512-byte sectors whatever the LBA format
 _CONTROLLER = re.compile(r"nvme\d+$")
@@ -65,20 +66,12 @@ def is_nvme(spec: DriveSpec) -> bool:
 def read_identity(roots: HostRoots, controller: str) -> Identity:
     base = roots.sys_path("class", "nvme", controller)
     return Identity(
-        model=_read(os.path.join(base, "model")),
-        serial=_read(os.path.join(base, "serial")),
-        firmware=_read(os.path.join(base, "firmware_rev")),
+        model=read_text(os.path.join(base, "model")),
+        serial=read_text(os.path.join(base, "serial")),
+        firmware=read_text(os.path.join(base, "firmware_rev")),
         capacity_bytes=_capacity(base),
         temperature_warning_c=_warning_temperature(base),
     )
-
-
-def _read(path: str) -> str:
-    try:
-        with open(path, encoding="utf-8", errors="surrogateescape") as handle:
-            return handle.read().strip()
-    except OSError:
-        return ""
 
 
 def _capacity(base: str) -> int | None:
@@ -87,7 +80,7 @@ def _capacity(base: str) -> int | None:
         names = [name for name in os.listdir(base) if _NAMESPACE.match(name)]
     except OSError:
         return None
-    sizes = [number(_read(os.path.join(base, name, "size"))) for name in names]
+    sizes = [number(read_text(os.path.join(base, name, "size"))) for name in names]
     known = [size for size in sizes if size is not None]
     return sum(known) * SECTOR_BYTES if known else None
 
@@ -97,7 +90,7 @@ def _warning_temperature(base: str) -> int | None:
     # Kernels >= 5.10 hang hwmon under the controller, 5.5-5.9 under its PCI device.
     for pattern in ("hwmon*/temp1_max", "device/hwmon/hwmon*/temp1_max"):
         for path in sorted(glob.glob(os.path.join(glob.escape(base), pattern))):
-            millidegrees = number(_read(path))
+            millidegrees = number(read_text(path))
             if millidegrees:
                 return round((millidegrees + 273_150) / 1000) - KELVIN_OFFSET
     return None

@@ -17,7 +17,8 @@ class BlockInfo:
     rotational: str = ""  # queue/rotational: "1" spinning, "0" solid state, "" unknown
 
 
-def _read_text(path: str) -> str:
+def read_text(path: str) -> str:
+    """A small text file (a sysfs attribute, a udev entry), stripped; "" if unreadable."""
     try:
         with open(path, encoding="utf-8", errors="surrogateescape") as handle:
             return handle.read().strip()
@@ -41,9 +42,9 @@ def read_block_info(roots: HostRoots, name: str, major: int, minor: int) -> Bloc
     is_partition = os.path.exists(os.path.join(block_dir, "partition"))
     # A partition's model and serial are its disk's: the parent directory in sysfs.
     disk_dir = os.path.dirname(os.path.realpath(block_dir)) if is_partition else block_dir
-    udev = parse_udev_data(_read_text(roots.run_path("udev", "data", f"b{major}:{minor}")))
-    model = udev.get("ID_MODEL") or _read_text(os.path.join(disk_dir, "device", "model"))
-    serial = udev.get("ID_SERIAL_SHORT") or _read_text(os.path.join(disk_dir, "device", "serial"))
-    dm_name = _read_text(os.path.join(block_dir, "dm", "name"))
-    rotational = _read_text(os.path.join(disk_dir, "queue", "rotational"))
+    udev = parse_udev_data(read_text(roots.run_path("udev", "data", f"b{major}:{minor}")))
+    model = udev.get("ID_MODEL") or read_text(os.path.join(disk_dir, "device", "model"))
+    serial = udev.get("ID_SERIAL_SHORT") or read_text(os.path.join(disk_dir, "device", "serial"))
+    dm_name = read_text(os.path.join(block_dir, "dm", "name"))
+    rotational = read_text(os.path.join(disk_dir, "queue", "rotational"))
     return BlockInfo(model, serial, dm_name, is_partition, rotational)
