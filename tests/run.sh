@@ -102,10 +102,13 @@ step "pytest (Python 3.11, the whole suite)" "$VENV/bin/pytest" "${XDIST[@]}" --
 # of what the plugin ships as files or of the tools around it (dashboards and their queries,
 # the Prometheus rules under promtool and vmalert, downsampling tasks, the fleet benchmarks)
 # and of the suite itself (lanes, isolation, schema coverage): their Python is the tests'
-# own and the tools', not the 3.9 fleets run, and they cost a third of this run.
+# own and the tools', not the 3.9 fleets run, and they cost a third of this run. And the
+# parser fuzzers: the parsers' code runs under 3.9 in their own tests; the fuzzers search
+# inputs, which the 3.11 run does with 10,000 examples each.
 PY39_LEFT_OUT=(tests/test_dashboards*.py tests/test_prometheus_rules.py tests/test_downsampling_*.py
                tests/test_bench_fleet*.py tests/test_fleet_drain.py tests/test_lanes.py
-               tests/test_suite_isolation.py tests/test_schema_coverage.py)
+               tests/test_suite_isolation.py tests/test_schema_coverage.py
+               tests/test_fuzz_parsers.py)
 find_python39() {
   local candidate
   for candidate in python3.9 "${PYENV_ROOT:-$HOME/.pyenv}"/versions/3.9*/bin/python3.9; do

@@ -140,13 +140,14 @@ def test_two_devices_fast_and_slow_through_the_real_kernel(slow: DatasetHost,
         assert all(float(p.fields["p99_ms"]) >= float(p.fields["p50_ms"]) for p in busy)
         ratios = agreement(points, device)
         assert abs(statistics.median(ratios) - 1) <= 0.02, (device, ratios)
-        mean, await_ms = means(points, device)
+        mean, await_ms, truncation = means(points, device)
         if slow_one:  # the same start and end, within a few microseconds: 5 % of 2 ms
             assert abs(mean / await_ms - 1) <= 0.05, (device, mean, await_ms)
         else:  # diskstats' start is a timestamp the block layer may cache when a plug
             # begins (blk_time_get_ns), its end a little after the completion tracepoint:
             # a few microseconds more than this mean, which on a 20 us device is 10-20 %
-            assert 0 <= await_ms - mean <= AWAIT_EXTRA_MS, (device, mean, await_ms)
+            # (a loaded machine's 120 us too); never less, but for diskstats' truncation
+            assert -truncation <= await_ms - mean <= AWAIT_EXTRA_MS, (device, mean, await_ms)
     fio_slow = [p for p in points if p.measurement == "diskprobe_process_latency"
                 and p.tags["process"] == "fio" and p.tags["device"] == slow.device]  # fmt: skip
     assert fio_slow, "no diskprobe_process_latency point names fio on the slow device"
@@ -158,11 +159,12 @@ def reads_of(points: list[Point], device: str) -> list[Point]:
             and p.tags == {"device": device, "op": "read"}]  # fmt: skip
 
 
-def means(points: list[Point], device: str) -> tuple[float, float]:
+def means(points: list[Point], device: str) -> tuple[float, float, float]:
     """Over the whole run: the mean of the latency collector's read latencies, and diskstats'
     read await (read_time_ms over reads, the agent's [io] raw counters): the same start
     (block_io_start) and end; diskstats sums nanoseconds and shows milliseconds, so over
-    thousands of requests its truncation is far below 1 %."""
+    thousands of requests its truncation is far below 1 %; and that truncation's bound per
+    request (less than 1 ms at each end of the run, over the reads)."""
     io = sorted((p.time_ns, int(p.fields["reads"]), int(p.fields["read_time_ms"]))
                 for p in points if p.measurement == "diskprobe_io" and
                 p.tags.get("device") == device)  # fmt: skip
@@ -170,7 +172,7 @@ def means(points: list[Point], device: str) -> tuple[float, float]:
     inside = [p for p in reads_of(points, device) if start + 10**9 < p.time_ns <= end + 10**9]
     total = sum(int(p.fields["requests"]) for p in inside)
     mean = sum(float(p.fields["mean_ms"]) * int(p.fields["requests"]) for p in inside) / total
-    return mean, (ms1 - ms0) / (reads1 - reads0)
+    return mean, (ms1 - ms0) / (reads1 - reads0), 1.0 / (reads1 - reads0)
 
 
 def agreement(points: list[Point], device: str) -> list[float]:
