@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ctypes
 import itertools
 import os
 import sys
@@ -14,6 +15,7 @@ import pytest
 from hypothesis import settings
 
 import stale_mounts
+from diskprobe.smart import child
 from victoria_server import VM_BINARY, VictoriaMetrics
 from write_api import write_api  # noqa: F401  (a fixture: tests/write_api.py)
 
@@ -43,6 +45,19 @@ def _real_procfs_after_each_test() -> Iterator[None]:
     after the process_io fuzzer had run in the same worker)."""
     yield
     psutil.PROCFS_PATH = _PROCFS
+
+
+@pytest.fixture(autouse=True)
+def _no_subreaper_after_each_test() -> Iterator[None]:
+    """A CommandRunner run in this process makes it a subreaper (smart/child.py: what a
+    smartctl leaves behind comes back to diskprobe, to be killed and reaped). In a test worker
+    that outlived the test: a later test's orphans (diskprobe, once collectd has exited) became
+    the worker's children, zombies nobody reaps, alive to a /proc check (test_collectd:
+    "diskprobe outlived collectd's SIGTERM", only after such a test in the same worker)."""
+    yield
+    if child._reaper:
+        ctypes.CDLL(None).prctl(child.PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0)
+        child._reaper.clear()  # the next CommandRunner.run() sets it again
 
 
 @pytest.fixture(scope="session")

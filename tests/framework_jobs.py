@@ -21,8 +21,9 @@ training process, XLA runs a jitted step in its own pool. Modes:
                          each evicted first (diagnose_job.evicted_read); a tiny step
   jax-step               a jitted JAX step on the CPU (matmuls and tanh), block_until_ready
                          after every step
-  torch-checkpoint DIR   PyTorch, a small step, then torch.save of the 2 MiB state to DIR and
-                         fsync, every step (a job that checkpoints too often)
+  torch-checkpoint DIR   PyTorch, a small step, then torch.save of the model's and the
+                         optimizer's state (2 MiB each) to DIR, each fsynced, every step (a
+                         job that checkpoints too often)
   torch-cached DIR       PyTorch: DIR's files read once (evicted) into memory before the fit,
                          then a DataLoader over them (cached data) and the torch-intraop step
 
@@ -198,13 +199,18 @@ def torch_checkpoint(directory: Path) -> None:
 
     torch.set_num_threads(THREADS)
     model = torch.nn.Linear(724, 724)  # 2 MiB of float32 state (the slow disk is small)
+    optimizer = torch.optim.SGD(model.parameters(), lr=1e-3, momentum=0.9)  # 2 MiB more
     step, features = ready_after(READY_STEPS), torch.randn(8, 724)
     while True:
+        optimizer.zero_grad()
         model(features).sum().backward()  # type: ignore[no-untyped-call]
-        with open(directory / "ckpt.pt", "wb") as handle:
-            torch.save(model.state_dict(), handle)
-            handle.flush()
-            os.fsync(handle.fileno())
+        optimizer.step()
+        # What a checkpoint holds: the model's and the optimizer's state, each fsynced.
+        for name, state in (("ckpt.pt", model.state_dict()), ("optim.pt", optimizer.state_dict())):
+            with open(directory / name, "wb") as handle:
+                torch.save(state, handle)
+                handle.flush()
+                os.fsync(handle.fileno())
         step()
 
 
