@@ -22,14 +22,18 @@ from pathlib import Path
 TESTS = Path(__file__).parent
 
 
-def test_a_fake_proc_of_one_test_does_not_reach_the_next() -> None:
+def in_one_process(*tests: str) -> None:
+    """`tests` run in this order in one pytest process of their own: all pass."""
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist",
-         "tests/test_fuzz_parsers.py::test_process_io_quick",
-         "tests/test_process_io.py::test_cmdline_with_newlines_stays_on_one_line"],
-        cwd=TESTS.parent, capture_output=True, text=True, timeout=300,
+         *tests], cwd=TESTS.parent, capture_output=True, text=True, timeout=300,
     )  # fmt: skip
-    assert done.returncode == 0 and "2 passed" in done.stdout, done.stdout[-3000:]
+    assert done.returncode == 0 and f"{len(tests)} passed" in done.stdout, done.stdout[-3000:]
+
+
+def test_a_fake_proc_of_one_test_does_not_reach_the_next() -> None:
+    in_one_process("tests/test_fuzz_parsers.py::test_process_io_quick",
+                   "tests/test_process_io.py::test_cmdline_with_newlines_stays_on_one_line")
 
 
 def test_an_orphan_ends_without_becoming_this_process_zombie() -> None:
@@ -46,10 +50,6 @@ def test_an_orphan_ends_without_becoming_this_process_zombie() -> None:
 
 
 def test_a_drive_read_in_one_test_leaves_no_subreaper_to_the_next() -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist",
-         "tests/test_smart_nvme_cli.py::test_read_fills_health_and_identity",
-         "tests/test_suite_isolation.py::test_an_orphan_ends_without_becoming_this_process_zombie"],
-        cwd=TESTS.parent, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
-    assert done.returncode == 0 and "2 passed" in done.stdout, done.stdout[-3000:]
+    in_one_process("tests/test_smart_nvme_cli.py::test_read_fills_health_and_identity",
+                   "tests/test_suite_isolation.py::"
+                   "test_an_orphan_ends_without_becoming_this_process_zombie")
