@@ -156,6 +156,28 @@ def test_a_writer_is_reported_at_the_rate_of_the_bytes_it_wrote(writer: Writer) 
     assert "W!" not in stream.getvalue() and "E!" not in stream.getvalue()
 
 
+def test_points_are_busiest_first_by_their_summed_rates(tmp_path: Path) -> None:
+    """Two processes of one name, each writing less than a third process but more together:
+    their point (the sum) comes first. Seen in CI: a point of two summed processes came
+    after a single busier one's (the points followed the processes' own order)."""
+    single, pair = writer_name(), writer_name()
+    writers = [Writer(tmp_path / "single", single), Writer(tmp_path / "pair0", pair),
+               Writer(tmp_path / "pair1", pair)]  # fmt: skip
+    try:
+        collector = _collector(io.StringIO(), top=50)
+        collector.collect()
+        for writer, size in zip(writers, (3 * BURST // 4, BURST // 2, BURST // 2)):
+            writer.write(size)
+        metrics = collector.collect().metrics
+    finally:
+        for writer in writers:
+            writer.stop()
+    ours = [m.tags["process"] for m in metrics if m.tags["process"] in (single, pair)]
+    assert ours == [pair, single], metrics
+    totals = [_total(m.fields) for m in metrics]
+    assert totals == sorted(totals, reverse=True)
+
+
 def test_cmdline_false_drops_it(writer: Writer) -> None:
     collector = _collector(io.StringIO(), cmdline=False)
     collector.collect()

@@ -156,7 +156,8 @@ class ProcessIoCollector(BaseCollector[ProcessIoConfig]):
                 _add(same.fields, candidate)
             else:
                 series[key] = self._metric(candidate, details, time_ns)
-        return list(series.values())
+        # Busiest first by the points' own (summed) rates, not their busiest process's.
+        return sorted(series.values(), key=_bytes_rate, reverse=True)
 
     @staticmethod
     def _metric(candidate: Candidate, details: Details, time_ns: int) -> Metric:
@@ -200,6 +201,10 @@ def _wait(before: tuple[int, int] | None, after: tuple[int, int] | None,
         return None
     (ticks_before, _), (ticks, threads) = before, after
     return min(float(threads), max(0, ticks - ticks_before) / TICKS_PER_SEC / elapsed)
+
+
+def _bytes_rate(metric: Metric) -> float:
+    return float(metric.fields["read_bytes_per_sec"]) + float(metric.fields["write_bytes_per_sec"])
 
 
 def _add(fields: dict[str, FieldValue], candidate: Candidate) -> None:
