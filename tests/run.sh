@@ -117,6 +117,9 @@ find_python39() {
 PYTHON39="${PYTHON39-$(find_python39)}"
 PY39_NAME="pytest (Python 3.9, unit tests: not root, not slow)"
 py39_pid=""
+LANES=()
+LANES_ENV=()  # neither run removes the shared folder (tests/lanes.py): this script does, last
+LANES_ID="$(tr -d - < /proc/sys/kernel/random/uuid)"
 if [ -n "$PYTHON39" ]; then
   VENV39="${VENV}-py39"
   [ -x "$VENV39/bin/python" ] || "$PYTHON39" -m venv "$VENV39"
@@ -128,13 +131,17 @@ if [ -n "$PYTHON39" ]; then
   # its that waits a few seconds for an answer may fail: the failed ones run again once the
   # 3.11 run is done, at normal priority, and only that second verdict counts (a real
   # failure fails twice). Its servers take port blocks of their own (tests/ports.py).
+  # Both runs share one lanes folder (tests/lanes.py), so a 3.11 `serial` test (a hung FUSE
+  # mount every process listing the mounts meets) also has the 3.9 run's tests out of its way.
+  LANES=(--testrunuid "$LANES_ID")
+  LANES_ENV=(env DISKPROBE_LANES_SHARED=1)
   py39_log="$(mktemp)"
   py39_started=$SECONDS
   PY39_ARGS=(-q -m "not root and not slow" -o "cache_dir=$VENV39/pytest-cache"
              "${PY39_LEFT_OUT[@]/#/--ignore=}")
   rm -rf "$VENV39/pytest-cache"
-  DISKPROBE_TEST_PORT_BLOCKS=10 chrt --idle 0 "$VENV39/bin/pytest" "${XDIST[@]}" \
-      "${PY39_ARGS[@]}" > "$py39_log" 2>&1 &
+  DISKPROBE_TEST_PORT_BLOCKS=10 DISKPROBE_LANES_SHARED=1 chrt --idle 0 "$VENV39/bin/pytest" \
+      "${XDIST[@]}" "${LANES[@]}" "${PY39_ARGS[@]}" > "$py39_log" 2>&1 &
   py39_pid=$!
 else
   echo "tests/run.sh: no python3.9 found; Python 3.9 compatibility not checked"
@@ -145,7 +152,9 @@ step "ruff" "$VENV/bin/ruff" check plugin tests dashboards
 step "mypy" "$VENV/bin/mypy"
 step "mypy (dashboards)" env MYPYPATH=dashboards "$VENV/bin/mypy" --strict dashboards/dashgen \
     dashboards/generate.py
-step "pytest (Python 3.11, the whole suite)" "$VENV/bin/pytest" "${XDIST[@]}" --durations=25
+step "pytest (Python 3.11, the whole suite)" "${LANES_ENV[@]}" "$VENV/bin/pytest" "${XDIST[@]}" \
+    "${LANES[@]}" \
+    --durations=25
 
 if [ -n "$py39_pid" ]; then
   echo "tests/run.sh: $PY39_NAME (started beside the 3.11 run)"
@@ -167,6 +176,7 @@ if [ -n "$py39_pid" ]; then
   fi
 fi
 
+rm -rf "${TMPDIR:-/tmp}/diskprobe-lanes-$LANES_ID"  # the lanes' lock folder (tests/lanes.py)
 if [ "${#failed[@]}" -gt 0 ]; then
   echo "tests/run.sh: FAILED: $(IFS=,; echo "${failed[*]}")"
   exit 1
