@@ -18,8 +18,7 @@ every test holds the room lock shared, a serial test holds it exclusively. Takin
 goes through a turnstile (an exclusive lock held only while entering), which a serial test
 keeps until it has the room: workers that arrive later wait at the turnstile instead of
 keeping the room busy for ever, so a serial test waits at most for the tests running when
-it arrived. tests/run.sh runs the Python 3.9 run beside the 3.11 one on the same folder (both
-get one --testrunuid): a serial test then has the machine to itself against both runs.
+it arrived.
 """
 
 from __future__ import annotations
@@ -92,9 +91,7 @@ class Lanes:
 
     @pytest.hookimpl
     def pytest_unconfigure(self, config: pytest.Config) -> None:
-        # DISKPROBE_LANES_SHARED: a run beside another one on the same lock folder (tests/run.sh
-        # gives both the same --testrunuid), whose tests may still be running: left to it.
-        if self.run_id and not os.environ.get("DISKPROBE_LANES_SHARED"):
+        if self.run_id:
             shutil.rmtree(lock_dir(self.run_id), ignore_errors=True)
 
 

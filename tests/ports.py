@@ -21,13 +21,10 @@ _next_offset: Iterator[int] = itertools.cycle(range(BLOCK))
 
 
 def worker_index() -> int:
-    """0 for gw0 (and without xdist), 1 for gw1, ...; plus DISKPROBE_TEST_PORT_BLOCKS, the
-    blocks a pytest run beside this one uses (tests/run.sh runs the Python 3.9 run beside the
-    3.11 one, its blocks from the 10th on)."""
+    """0 for gw0 (and without xdist), 1 for gw1, ..."""
     name = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
     digits = name[2:] if name.startswith("gw") else ""
-    shift = os.environ.get("DISKPROBE_TEST_PORT_BLOCKS", "0")
-    return (int(digits) if digits.isdigit() else 0) + (int(shift) if shift.isdigit() else 0)
+    return int(digits) if digits.isdigit() else 0
 
 
 def _bindable(port: int) -> bool:

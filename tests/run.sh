@@ -2,8 +2,7 @@
 # The whole test set-up and the full suite, in one command (the README's second command; .ci/run).
 # Installs the Debian packages the tests drive for real, builds a venv from Debian's python3
 # (as fleets install it), installs diskprobe with its test extras, then lint, types and pytest
-# (in parallel workers, pytest-xdist), with the unit tests under Python 3.9 beside it (in the
-# idle scheduling class: it uses the CPU time the main run leaves). Every check runs
+# (in parallel workers, pytest-xdist), then the unit tests under Python 3.9. Every check runs
 # even when an earlier one failed; the last lines say which failed, and the exit status is 1.
 #
 # Arguments go to the Python 3.11 pytest run, which then runs alone (no lint, no 3.9 part):
@@ -93,6 +92,12 @@ step() {  # step NAME COMMAND...: run it, time it, remember a failure and go on
   fi
 }
 
+step "ruff" "$VENV/bin/ruff" check plugin tests dashboards
+step "mypy" "$VENV/bin/mypy"
+step "mypy (dashboards)" env MYPYPATH=dashboards "$VENV/bin/mypy" --strict dashboards/dashgen \
+    dashboards/generate.py
+step "pytest (Python 3.11, the whole suite)" "$VENV/bin/pytest" "${XDIST[@]}" --durations=25
+
 # Fleets still run Python 3.9: where an interpreter for it is at hand (pyenv here), the unit
 # tests run under it as well. Set PYTHON39= (empty) to skip. Left to the 3.11 run: the tests
 # of what the plugin ships as files or of the tools around it (dashboards and their queries,
@@ -115,68 +120,18 @@ find_python39() {
   done
 }
 PYTHON39="${PYTHON39-$(find_python39)}"
-PY39_NAME="pytest (Python 3.9, unit tests: not root, not slow)"
-py39_pid=""
-LANES=()
-LANES_ENV=()  # neither run removes the shared folder (tests/lanes.py): this script does, last
-LANES_ID="$(tr -d - < /proc/sys/kernel/random/uuid)"
 if [ -n "$PYTHON39" ]; then
   VENV39="${VENV}-py39"
   [ -x "$VENV39/bin/python" ] || "$PYTHON39" -m venv "$VENV39"
   pip_quiet "$VENV39/bin/python" -m pip install -q -e '.[test]'
-  # It runs beside the 3.11 run, in the idle scheduling class (chrt --idle): it gets only the
-  # CPU time the 3.11 run leaves (whose tests wait on intervals, servers and devices a fifth
-  # of the time), so no 3.11 test sees a busier machine (at nice 5 two load-sensitive ones
-  # failed). While the fuzzers keep both cores busy it can starve for seconds, so a test of
-  # its that waits a few seconds for an answer may fail: the failed ones run again once the
-  # 3.11 run is done, at normal priority, and only that second verdict counts (a real
-  # failure fails twice). Its servers take port blocks of their own (tests/ports.py).
-  # Both runs share one lanes folder (tests/lanes.py), so a 3.11 `serial` test (a hung FUSE
-  # mount every process listing the mounts meets) also has the 3.9 run's tests out of its way.
-  LANES=(--testrunuid "$LANES_ID")
-  LANES_ENV=(env DISKPROBE_LANES_SHARED=1)
-  py39_log="$(mktemp)"
-  py39_started=$SECONDS
-  PY39_ARGS=(-q -m "not root and not slow" -o "cache_dir=$VENV39/pytest-cache"
-             "${PY39_LEFT_OUT[@]/#/--ignore=}")
-  rm -rf "$VENV39/pytest-cache"
-  DISKPROBE_TEST_PORT_BLOCKS=10 DISKPROBE_LANES_SHARED=1 chrt --idle 0 "$VENV39/bin/pytest" \
-      "${XDIST[@]}" "${LANES[@]}" "${PY39_ARGS[@]}" > "$py39_log" 2>&1 &
-  py39_pid=$!
+  step "pytest (Python 3.9, unit tests: not root, not slow)" "$VENV39/bin/pytest" \
+      "${XDIST[@]}" -q -m "not root and not slow" -p no:cacheprovider \
+      "${PY39_LEFT_OUT[@]/#/--ignore=}"
 else
   echo "tests/run.sh: no python3.9 found; Python 3.9 compatibility not checked"
   case "${CI:-}" in ""|0|false|False|FALSE|no|No|NO) ;; *) failed+=("Python 3.9 (none found)");; esac
 fi
 
-step "ruff" "$VENV/bin/ruff" check plugin tests dashboards
-step "mypy" "$VENV/bin/mypy"
-step "mypy (dashboards)" env MYPYPATH=dashboards "$VENV/bin/mypy" --strict dashboards/dashgen \
-    dashboards/generate.py
-step "pytest (Python 3.11, the whole suite)" "${LANES_ENV[@]}" "$VENV/bin/pytest" "${XDIST[@]}" \
-    "${LANES[@]}" \
-    --durations=25
-
-if [ -n "$py39_pid" ]; then
-  echo "tests/run.sh: $PY39_NAME (started beside the 3.11 run)"
-  py39_status=0
-  wait "$py39_pid" || py39_status=$?
-  cat "$py39_log"
-  rm -f "$py39_log"
-  if [ "$py39_status" -eq 1 ]; then  # tests failed (not a usage or internal error)
-    echo "tests/run.sh: $PY39_NAME: the failed tests again, alone, at normal priority"
-    py39_status=0
-    DISKPROBE_TEST_PORT_BLOCKS=10 "$VENV39/bin/pytest" "${XDIST[@]}" "${PY39_ARGS[@]}" \
-        --last-failed --last-failed-no-failures none || py39_status=$?
-  fi
-  if [ "$py39_status" -eq 0 ]; then
-    echo "tests/run.sh: $PY39_NAME passed in $(( SECONDS - py39_started )) s"
-  else
-    echo "tests/run.sh: $PY39_NAME FAILED (exit $py39_status) after $(( SECONDS - py39_started )) s"
-    failed+=("$PY39_NAME")
-  fi
-fi
-
-rm -rf "${TMPDIR:-/tmp}/diskprobe-lanes-$LANES_ID"  # the lanes' lock folder (tests/lanes.py)
 if [ "${#failed[@]}" -gt 0 ]; then
   echo "tests/run.sh: FAILED: $(IFS=,; echo "${failed[*]}")"
   exit 1
