@@ -14,7 +14,7 @@ process takes a batch from the queue and runs a "step". Modes:
   compute          no workers: batches in memory, the step busy on the CPU
   spin TOKEN N     workers hand over batches from memory; the step busy on the CPU (TOKEN:
                    anything, to tell the job's command line apart)
-  checkpoint DIR   the step writes 4 MiB to DIR and fsyncs it, then computes briefly
+  checkpoint DIR   the step writes 4 MiB to DIR, fsyncing each MiB, then computes briefly
   third FILE       one process: reads 1/3 of the time (evicted first), computes 2/3
   idle             sleeps
   exit SECONDS     computes, then exits after SECONDS
@@ -107,12 +107,16 @@ def main(argv: list[str]) -> None:
         while True:
             busy(0.05 + 0 * len(batches))
     elif mode == "checkpoint":
-        payload = os.urandom(4 << 20)
+        # Sharded, in place: 1 MiB written then fsynced, four times a step. One 4 MiB write
+        # into a truncated file took 4.7 ms of CPU against a 15 ms fsync; under load the job
+        # then looked half running (seen in CI: 60 % running, 40 % on files: compute). Here
+        # each step is ~2 ms of CPU against ~55 ms of fsyncs.
+        payload = memoryview(os.urandom(4 << 20))
+        fd = os.open(Path(argv[2]) / "ckpt.bin", os.O_WRONLY | os.O_CREAT, 0o644)
         while True:
-            with open(Path(argv[2]) / "ckpt.bin", "wb") as file:
-                file.write(payload)
-                file.flush()
-                os.fsync(file.fileno())
+            for offset in range(0, len(payload), 1 << 20):
+                os.pwrite(fd, payload[offset : offset + (1 << 20)], offset)
+                os.fsync(fd)
             busy(0.002)
     elif mode == "third":
         while True:

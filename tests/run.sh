@@ -34,6 +34,12 @@ if [ "$(id -u)" -eq 0 ] && ! [ -e /sys/kernel/tracing/available_events ]; then
   mount -t tracefs nodev /sys/kernel/tracing || echo "tests/run.sh: tracefs not mounted"
 fi
 
+# Bytecode caches on, whatever the environment says (this machine's sets PYTHONDONTWRITEBYTECODE):
+# the suite starts diskprobe some thousand times, and each start compiled every module it
+# imports from source again (0.1 s of CPU a start), as pytest rewrote every test module in
+# every worker (a third of collecting). An installed wheel has its caches; so do the tests now.
+unset PYTHONDONTWRITEBYTECODE
+
 PYTHON="${PYTHON:-/usr/bin/python3}"
 VENV="${DISKPROBE_VENV:-.venv}"
 [ -x "$VENV/bin/python" ] || "$PYTHON" -m venv "$VENV"
