@@ -35,9 +35,9 @@ if [ "$(id -u)" -eq 0 ] && ! [ -e /sys/kernel/tracing/available_events ]; then
 fi
 
 # Bytecode caches on, whatever the environment says (this machine's sets PYTHONDONTWRITEBYTECODE):
-# the suite starts diskprobe some thousand times, and each start compiled every module it
-# imports from source again (0.1 s of CPU a start), as pytest rewrote every test module in
-# every worker (a third of collecting). An installed wheel has its caches; so do the tests now.
+# a run of the suite starts diskprobe many hundred times, and each start compiled every module
+# it imports from source again (0.1 s of CPU a start), as every pytest worker rewrote every test
+# module. An installed wheel has its caches; so do the tests now (docs/testing.md).
 unset PYTHONDONTWRITEBYTECODE
 
 PYTHON="${PYTHON:-/usr/bin/python3}"
