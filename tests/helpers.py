@@ -19,6 +19,15 @@ FIXTURES = Path(__file__).parent / "fixtures"
 # DiskGuard's check_every for a test whose every check() measures afresh (0 is refused): two
 # calls are microseconds apart at the least, a thousand times this.
 EVERY_CALL = 1e-9
+MEMORY_FS = "/dev/shm"
+
+
+def memory_scratch(prefix: str = "diskprobe-") -> tempfile.TemporaryDirectory[str]:
+    """A temporary directory in memory (tmpfs) where the machine has one, else the default
+    place: for tests that write files thousands of times (on ext4 the writes and fsyncs cost
+    more than the code under test, and measure a disk other tests keep busy)."""
+    return tempfile.TemporaryDirectory(dir=MEMORY_FS if os.path.isdir(MEMORY_FS) else None,
+                                       prefix=prefix)  # fmt: skip
 
 
 class FakeClock:

@@ -39,9 +39,8 @@ def hostile_token(rng: random.Random) -> str:
 
 @st.composite
 def mutated(draw: st.DrawFn, text: str) -> str:
-    """`text` with a few tokens replaced, lines cut or duplicated, bytes inserted. Hypothesis
-    draws one number, the seed of the random choices below: drawn one by one from Hypothesis
-    (25 draws an example), they made its bookkeeping 40-90 % of the fuzzers' time."""
+    """`text` with a few tokens replaced, lines cut or duplicated, bytes inserted (the choices
+    from one seeded random.Random: the module's docstring says why)."""
     rng = random.Random(draw(st.integers(0, 2**64 - 1)))
     lines = text.splitlines()
     for _ in range(rng.randint(0, 4)):
@@ -100,7 +99,7 @@ def json_mutated(draw: st.DrawFn, documents: list[str]) -> str:
     about one value in 31, as many as a coin per key would give, but as a count and positions
     (a capture has ~1,000 keys), chosen by a seeded random.Random as in mutated()."""
     text = draw(st.sampled_from(documents))
-    rng = random.Random(draw(st.integers(0, 2**64 - 1)))  # the choices below: see mutated()
+    rng = random.Random(draw(st.integers(0, 2**64 - 1)))  # the choices: see the module docstring
     data = json.loads(text)
     slots = _slots(data, [])
     marks: list[str] = []

@@ -13,7 +13,6 @@ from __future__ import annotations
 import io
 import math
 import os
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Callable
@@ -41,7 +40,7 @@ from diskprobe.smart.model import DriveHealth
 from diskprobe.smart.verdict import Evidence, judge
 from diskprobe.sources.mountinfo import parse_mountinfo
 
-from helpers import FIXTURES, FakeClock, assert_schema
+from helpers import FIXTURES, FakeClock, assert_schema, memory_scratch
 from mutations import json_mutated, mutated
 
 QUICK, SLOW = 200, 10_000
@@ -105,17 +104,11 @@ def quiet() -> Logger:
     return Logger(io.StringIO(), debug=True)
 
 
-MEMORY_FS = "/dev/shm"
-
-
 @pytest.fixture(scope="module")
-def tmp(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """In memory (tmpfs) where there is one: the collectors' fuzzers rewrite their fake /proc
-    files every example, and on ext4 that cost a quarter of their CPU (cgroup, process_io)."""
-    if not os.path.isdir(MEMORY_FS):
-        yield tmp_path_factory.mktemp("fuzz")
-        return
-    with tempfile.TemporaryDirectory(dir=MEMORY_FS, prefix="fuzz-") as directory:
+def tmp() -> Iterator[Path]:
+    """The collectors' fuzzers rewrite their fake /proc files every example: on ext4 that cost
+    a quarter of their CPU (cgroup, process_io), hence in memory."""
+    with memory_scratch("fuzz-") as directory:
         yield Path(directory)
 
 

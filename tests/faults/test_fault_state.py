@@ -32,7 +32,7 @@ from diskprobe.smart.model import DriveHealth
 from diskprobe.state import StateStore
 
 from faultlib import DISKPROBE, FakeHost, diskprobe_env, run_diskprobe, wait_for
-from helpers import FIXTURES
+from helpers import FIXTURES, memory_scratch
 from mutations import json_mutated
 
 NOBODY = 65534
@@ -247,16 +247,12 @@ def _content(draw: st.DrawFn) -> bytes:
     return draw(json_mutated([STATE_DOCUMENT])).encode("utf-8", "surrogateescape")
 
 
-MEMORY_FS = "/dev/shm"
-
-
 def _load_and_use(content: bytes) -> None:
     from diskprobe.collectors.filesystems import STATE_SECTION, _valid_windows
 
-    # In memory (tmpfs) where there is one: every save fsyncs, and 10,000 fsyncs on a disk
-    # that other tests keep busy measured the disk, not the loader.
-    scratch = MEMORY_FS if os.path.isdir(MEMORY_FS) else None
-    with tempfile.TemporaryDirectory(dir=scratch) as directory:
+    # Every save fsyncs: 10,000 fsyncs on a disk that other tests keep busy measured the
+    # disk, not the loader.
+    with memory_scratch() as directory:
         path = Path(directory) / "state.json"
         path.write_bytes(content)
         store, _ = _store(path)
