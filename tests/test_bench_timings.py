@@ -1,7 +1,8 @@
 """The timing benchmarks that took over the fault and peer tests' old time bounds still run:
 tests/bench/bench_stop.py, bench_slow_peers.py and bench_hung_mount.py, one round each;
-bench_jobs.py (what the agent's job watch costs), one short round; and bench_latency.py
-([latency]'s cost to fio, and the agent's memory under churn), one short round of each mode.
+bench_jobs.py (what the agent's job watch costs), one short round; bench_latency.py
+([latency]'s cost to fio, and the agent's memory under churn), one short round of each mode;
+and bench_latency_floor.py (what bare bpftrace programs cost fio), one short round.
 
 The figures are not judged (a shared machine's timing is no test): each line must hold a min
 and a median that are finite numbers, min <= median, for every figure the benchmark names.
@@ -95,3 +96,12 @@ def test_bench_latency_runs() -> None:
         assert math.isfinite(low) and math.isfinite(middle) and low <= middle, (name, out)
     out = _run(str(BENCH / "bench_latency.py"), "--churn", "100", "--cgroups", "5")
     _check(out, ["agent VmRSS, kB", "bpftrace VmRSS, kB"])
+
+
+def test_bench_latency_floor_runs() -> None:
+    if shutil.which("bpftrace") is None or shutil.which("fio") is None:
+        skip_or_fail("bench_latency_floor needs bpftrace and fio (apt-get install bpftrace fio)")
+    out = _run(str(BENCH / "bench_latency_floor.py"), "--rounds", "1", "--seconds", "1")
+    _check(out, [f"IOPS ratio, {name}" for name in (
+        "one tracepoint, empty", "two tracepoints, counting", "two tracepoints, a start map",
+        "latency.bt")])  # fmt: skip
