@@ -13,7 +13,6 @@ import os
 import shutil
 import signal
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
@@ -25,7 +24,8 @@ from lineproto import Point, parse_lines
 pytestmark = pytest.mark.slow  # each case runs the agent for seconds
 
 FAKE = Path(__file__).with_name("fake_bpftrace") / "bpftrace"
-RUN_SEC = 4.0
+RUN_BATCHES = 4
+IO_BATCH = b"diskprobe_agent,collector=io"
 GONE_DEV = 250 << 20 | 999  # no such device: it vanished before it could be named
 
 
@@ -46,8 +46,10 @@ def maps(dev: int) -> dict[str, object]:
             "@cgroup": {f"1,{dev},R,40": 20}, "@all": 30, "@unmatched": 1}  # fmt: skip
 
 
-def run_agent(tmp_path: Path, mode: str, seconds: float = RUN_SEC,
+def run_agent(tmp_path: Path, mode: str, batches: int = RUN_BATCHES,
               path: str = str(FAKE)) -> tuple[list[Point], str]:  # fmt: skip
+    """The agent at a 1 s interval until it wrote `batches` batches of [io] (its cadence, not a
+    wall-clock time: a loaded machine starts it slowly), then SIGTERM."""
     dump = tmp_path / "maps.json"
     dump.write_text(json.dumps(maps(a_device()[1])))
     config = tmp_path / "diskprobe.toml"
@@ -56,13 +58,18 @@ def run_agent(tmp_path: Path, mode: str, seconds: float = RUN_SEC,
                       f'[latency]\nenabled = true\nbpftrace_path = "{path}"\n')  # fmt: skip
     env = {**os.environ, "FAKE_BPFTRACE": mode.replace("FILE", str(dump)),
            "FAKE_BPFTRACE_PIDS": str(tmp_path / "pids")}  # fmt: skip
-    agent = subprocess.Popen([*installed_command(), "--config", str(config)], env=env,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
-    time.sleep(seconds)
-    agent.send_signal(signal.SIGTERM)
-    out, err = agent.communicate(timeout=HANG_GUARD_SEC)  # a hang here is the bug
-    assert agent.returncode == 0, err
-    return parse_lines(out.decode("utf-8")), err.decode("utf-8", "replace")
+    out, err = tmp_path / "out.txt", tmp_path / "err.txt"
+    with open(out, "wb") as stdout, open(err, "wb") as stderr:
+        agent = subprocess.Popen([*installed_command(), "--config", str(config)], env=env,
+                                 stdout=stdout, stderr=stderr)  # fmt: skip
+    try:
+        wait_until(lambda: out.read_bytes().count(IO_BATCH) >= batches or (
+            agent.poll() is not None), f"{batches} batches")  # fmt: skip
+    finally:
+        agent.send_signal(signal.SIGTERM)
+        agent.wait(timeout=HANG_GUARD_SEC)  # a hang here is the bug
+    assert agent.returncode == 0, err.read_text()
+    return parse_lines(out.read_text()), err.read_bytes().decode("utf-8", "replace")
 
 
 def of(points: list[Point], measurement: str) -> list[Point]:
@@ -105,7 +112,7 @@ def test_a_tool_that_cannot_run_is_one_info_line_and_the_rest_goes_on(
 
 
 def test_a_dying_child_is_restarted_and_counted(tmp_path: Path) -> None:
-    points, _ = run_agent(tmp_path, "dumps FILE 2", seconds=6.0)
+    points, _ = run_agent(tmp_path, "dumps FILE 2", batches=6)
     assert max(agent_field(points, "latency_restarts")) >= 1
     assert (tmp_path / "pids").read_text().count("\n") >= 2
     assert of(points, "diskprobe_latency")
@@ -113,7 +120,7 @@ def test_a_dying_child_is_restarted_and_counted(tmp_path: Path) -> None:
 
 def test_a_stalled_child_leaves_no_stale_points(tmp_path: Path) -> None:
     """Two dumps, then silence: their requests are counted once, never again."""
-    points, _ = run_agent(tmp_path, "stall FILE", seconds=5.0)
+    points, _ = run_agent(tmp_path, "stall FILE", batches=5)
     requests = [int(p.fields["requests"]) for p in of(points, "diskprobe_latency")]
     assert sum(requests) == 2 * 20, requests
 
