@@ -68,8 +68,9 @@ def run_agent(tmp_path: Path, mode: str, batches: int = RUN_BATCHES,
     finally:
         agent.send_signal(signal.SIGTERM)
         agent.wait(timeout=HANG_GUARD_SEC)  # a hang here is the bug
-    assert agent.returncode == 0, err.read_text()
-    return parse_lines(out.read_text()), err.read_bytes().decode("utf-8", "replace")
+    errors = err.read_bytes().decode("utf-8", "replace")
+    assert agent.returncode == 0, errors
+    return parse_lines(out.read_text(encoding="utf-8")), errors
 
 
 def of(points: list[Point], measurement: str) -> list[Point]:
